@@ -1,0 +1,283 @@
+/*
+Copyright 2026 The Teardown Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+// Package testenv starts a real local control plane, etcd, kube-apiserver and
+// kube-controller-manager (garbage collector and namespace controllers), for
+// tests and demos. The binaries come from `make control-plane` (bin/k8s) or
+// KUBEBUILDER_ASSETS.
+package testenv
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// DefaultControllers are the kube-controller-manager controllers the
+// finalizer semantics depend on.
+var DefaultControllers = []string{"garbagecollector", "namespace"}
+
+// Options configure Start.
+type Options struct {
+	// CRDDirectoryPaths are installed once the API server is up.
+	CRDDirectoryPaths []string
+	// Controllers run in kube-controller-manager; DefaultControllers if empty.
+	Controllers []string
+	// Dir keeps the kubeconfig and logs; a temporary folder if empty.
+	Dir string
+	// Log receives progress lines; nothing if nil.
+	Log io.Writer
+}
+
+// Env is a running control plane.
+type Env struct {
+	// Config is an admin rest.Config for the API server.
+	Config *rest.Config
+	// Kubeconfig is the path of an admin kubeconfig file, for kubectl.
+	Kubeconfig string
+	// Dir holds the kubeconfig and kube-controller-manager's log.
+	Dir string
+
+	env     *envtest.Environment
+	kcm     *exec.Cmd
+	kcmDone chan error
+	tempDir bool
+}
+
+// Start starts etcd, kube-apiserver and kube-controller-manager, and returns
+// once the garbage collector acts on deletions. Call Stop when done, whatever
+// happens.
+func Start(opts Options) (_ *Env, retErr error) {
+	assets, err := AssetsDir()
+	if err != nil {
+		return nil, err
+	}
+	e := &Env{Dir: opts.Dir}
+	if e.Dir == "" {
+		if e.Dir, err = os.MkdirTemp("", "teardown-testenv-"); err != nil {
+			return nil, fmt.Errorf("creating a work folder: %w", err)
+		}
+		e.tempDir = true
+	} else if err := os.MkdirAll(e.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating %s: %w", e.Dir, err)
+	}
+	defer func() {
+		if retErr != nil {
+			_ = e.Stop()
+		}
+	}()
+	logf(opts.Log, "starting etcd and kube-apiserver from %s", assets)
+	e.env = &envtest.Environment{
+		BinaryAssetsDirectory: assets,
+		CRDDirectoryPaths:     opts.CRDDirectoryPaths,
+		ErrorIfCRDPathMissing: true,
+	}
+	if e.Config, err = e.env.Start(); err != nil {
+		return nil, fmt.Errorf("starting etcd and kube-apiserver: %w", err)
+	}
+	admin, err := e.env.AddUser(envtest.User{Name: "teardown-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("creating an admin user: %w", err)
+	}
+	kubeconfig, err := admin.KubeConfig()
+	if err != nil {
+		return nil, fmt.Errorf("writing the admin kubeconfig: %w", err)
+	}
+	e.Kubeconfig = filepath.Join(e.Dir, "kubeconfig")
+	if err := os.WriteFile(e.Kubeconfig, kubeconfig, 0o600); err != nil {
+		return nil, fmt.Errorf("writing the admin kubeconfig: %w", err)
+	}
+	controllers := opts.Controllers
+	if len(controllers) == 0 {
+		controllers = DefaultControllers
+	}
+	logf(opts.Log, "starting kube-controller-manager (%s)", strings.Join(controllers, ","))
+	if err := e.startControllerManager(assets, controllers); err != nil {
+		return nil, err
+	}
+	if err := e.waitForGarbageCollector(); err != nil {
+		return nil, err
+	}
+	logf(opts.Log, "control plane ready at %s", e.Config.Host)
+	return e, nil
+}
+
+func (e *Env) startControllerManager(assets string, controllers []string) error {
+	logFile, err := os.Create(filepath.Join(e.Dir, "kube-controller-manager.log"))
+	if err != nil {
+		return fmt.Errorf("creating the kube-controller-manager log: %w", err)
+	}
+	e.kcm = exec.Command(filepath.Join(assets, "kube-controller-manager"),
+		"--kubeconfig="+e.Kubeconfig,
+		"--controllers="+strings.Join(controllers, ","),
+		"--leader-elect=false",
+		"--secure-port=0",
+		"--concurrent-gc-syncs=20",
+		"--v=1",
+	)
+	e.kcm.Stdout, e.kcm.Stderr = logFile, logFile
+	// Die with the test binary even if it is killed before Stop runs.
+	e.kcm.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := e.kcm.Start(); err != nil {
+		logFile.Close()
+		return fmt.Errorf("starting kube-controller-manager: %w", err)
+	}
+	e.kcmDone = make(chan error, 1)
+	go func() {
+		e.kcmDone <- e.kcm.Wait()
+		logFile.Close()
+	}()
+	return nil
+}
+
+// waitForGarbageCollector proves the garbage collector is running by deleting
+// an owner and waiting for its dependent to be collected.
+func (e *Env) waitForGarbageCollector() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	c, err := client.New(e.Config, client.Options{})
+	if err != nil {
+		return fmt.Errorf("creating a client: %w", err)
+	}
+	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "testenv-gc-probe-owner", Namespace: "default"}}
+	if err := c.Create(ctx, owner); err != nil {
+		return fmt.Errorf("creating the garbage collector probe: %w", err)
+	}
+	dependent := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+		Name: "testenv-gc-probe-dependent", Namespace: "default",
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID}},
+	}}
+	if err := c.Create(ctx, dependent); err != nil {
+		return fmt.Errorf("creating the garbage collector probe: %w", err)
+	}
+	if err := c.Delete(ctx, owner); err != nil {
+		return fmt.Errorf("deleting the garbage collector probe: %w", err)
+	}
+	err = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		select {
+		case err := <-e.kcmDone:
+			return false, fmt.Errorf("kube-controller-manager exited: %v\n%s", err, e.controllerManagerLogTail())
+		default:
+		}
+		err := c.Get(ctx, client.ObjectKeyFromObject(dependent), &corev1.ConfigMap{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for the garbage collector: %w\n%s", err, e.controllerManagerLogTail())
+	}
+	return nil
+}
+
+func (e *Env) controllerManagerLogTail() string {
+	data, _ := os.ReadFile(filepath.Join(e.Dir, "kube-controller-manager.log"))
+	lines := bytes.Split(bytes.TrimSpace(data), []byte("\n"))
+	if len(lines) > 20 {
+		lines = lines[len(lines)-20:]
+	}
+	return string(bytes.Join(lines, []byte("\n")))
+}
+
+// Stop stops everything Start started and removes a temporary work folder.
+func (e *Env) Stop() error {
+	var errs []error
+	if e.kcm != nil && e.kcm.Process != nil {
+		_ = e.kcm.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-e.kcmDone:
+		case <-time.After(10 * time.Second):
+			_ = e.kcm.Process.Kill()
+			<-e.kcmDone
+		}
+	}
+	if e.env != nil {
+		if err := e.env.Stop(); err != nil {
+			errs = append(errs, fmt.Errorf("stopping etcd and kube-apiserver: %w", err))
+		}
+	}
+	if e.tempDir {
+		_ = os.RemoveAll(e.Dir)
+	}
+	return errors.Join(errs...)
+}
+
+// AssetsDir finds the control-plane binaries: KUBEBUILDER_ASSETS, or bin/k8s
+// in the module root above the working directory.
+func AssetsDir() (string, error) {
+	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" {
+		return dir, nil
+	}
+	root, err := ModuleRoot()
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(root, "bin", "k8s")
+	if _, err := os.Stat(filepath.Join(dir, "kube-controller-manager")); err != nil {
+		return "", fmt.Errorf("control-plane binaries not found in %s: run `make control-plane` (or set KUBEBUILDER_ASSETS): %w", dir, err)
+	}
+	return dir, nil
+}
+
+// ModuleRoot returns the folder of the main module's go.mod above the working
+// directory.
+func ModuleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if data, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && bytes.Contains(data, []byte("module github.com/teardown-dev/teardown\n")) {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("not inside the teardown module")
+		}
+		dir = parent
+	}
+}
+
+// Main is a TestMain body: it starts one control plane for the package's
+// tests, hands it to use, runs the tests and always stops it.
+func Main(m *testing.M, opts Options, use func(*Env)) {
+	os.Exit(run(m, opts, use))
+}
+
+func run(m *testing.M, opts Options, use func(*Env)) int {
+	e, err := Start(opts)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "starting the control plane: %v\n", err)
+		return 1
+	}
+	defer func() {
+		if err := e.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "stopping the control plane: %v\n", err)
+		}
+	}()
+	use(e)
+	return m.Run()
+}
+
+func logf(w io.Writer, format string, args ...any) {
+	if w != nil {
+		fmt.Fprintf(w, format+"\n", args...)
+	}
+}

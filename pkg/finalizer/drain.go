@@ -1,0 +1,67 @@
+/*
+Copyright 2026 The Teardown Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package finalizer
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// DrainReport says what Drain did.
+type DrainReport struct {
+	// Scanned counts the objects listed.
+	Scanned int
+	// Removed lists the objects the finalizer was removed from, as
+	// namespace/name (or name for cluster-scoped kinds).
+	Removed []string
+}
+
+// drainPageSize bounds each list call so draining a large kind does not load
+// it all at once.
+const drainPageSize = 500
+
+// Drain removes finalizer from every object of kind gvk that carries it, with
+// the same guarded patches as Remove. It is the uninstall path: run it before
+// removing a controller so that nothing is left stuck in Terminating. Drain
+// does not run any cleanup: objects being deleted then go away at once.
+// Objects are listed metadata-only, a page at a time; opts narrow the list
+// (client.InNamespace, client.MatchingLabels, ...).
+func Drain(ctx context.Context, c client.Client, gvk schema.GroupVersionKind, finalizer string, opts ...client.ListOption) (DrainReport, error) {
+	var report DrainReport
+	if err := ValidateName(finalizer); err != nil {
+		return report, err
+	}
+	patcher := ForClient(c, nil)
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	page := append(slices.Clone(opts), client.Limit(drainPageSize))
+	for {
+		if err := c.List(ctx, list, page...); err != nil {
+			return report, fmt.Errorf("listing %s: %w", gvk.Kind, err)
+		}
+		for i := range list.Items {
+			obj := &list.Items[i]
+			obj.SetGroupVersionKind(gvk)
+			report.Scanned++
+			if !slices.Contains(obj.GetFinalizers(), finalizer) {
+				continue
+			}
+			if err := Remove(ctx, patcher, obj, finalizer); err != nil {
+				return report, err
+			}
+			report.Removed = append(report.Removed, client.ObjectKeyFromObject(obj).String())
+		}
+		if list.GetContinue() == "" {
+			return report, nil
+		}
+		page = append(slices.Clone(opts), client.Limit(drainPageSize), client.Continue(list.GetContinue()))
+	}
+}

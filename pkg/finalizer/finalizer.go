@@ -1,0 +1,464 @@
+/*
+Copyright 2026 The Teardown Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package finalizer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// Event reasons, for `kubectl get events --field-selector reason=...`.
+const (
+	ReasonCleanupPending       = "CleanupPending"
+	ReasonCleanupFailed        = "CleanupFailed"
+	ReasonFinalizerReleased    = "FinalizerReleased"
+	ReasonDeadlineExceeded     = "DeadlineExceeded"
+	ReasonDeletedBeforeGuarded = "DeletedBeforeGuarded"
+)
+
+// DefaultAttemptTimeout bounds one handler call unless WithAttemptTimeout says
+// otherwise.
+const DefaultAttemptTimeout = time.Minute
+
+// progressRewriteAfter throttles rewriting a progress record whose state is
+// unchanged but whose message changed: every write is a watch event that
+// triggers another reconcile, which must not turn backoff into a hot loop.
+const progressRewriteAfter = 10 * time.Second
+
+// Finalizers runs the finalizer protocol for one controller: it attaches its
+// finalizers to objects, and when an object is being deleted it runs their
+// handlers in registration order and removes each finalizer only when its
+// handler is done (or a declared policy releases it).
+//
+// Register every finalizer before the first Reconcile; Reconcile is then safe
+// to call from many goroutines.
+type Finalizers struct {
+	client   Client
+	recorder events.EventRecorder
+	now      func() time.Time
+	entries  []*entry
+
+	mu       sync.Mutex
+	attempts map[inProgressKey]int
+	// finished remembers objects whose finalizer we removed, so that seeing
+	// them later without it is not mistaken for an unguarded deletion.
+	finished *uidSet
+	reported *uidSet
+}
+
+type entry struct {
+	name           string
+	handler        Handler
+	attach         Attach
+	attemptTimeout time.Duration
+	deadline       time.Duration
+	onExpiry       Expiry
+}
+
+// Option configures Finalizers.
+type Option func(*Finalizers)
+
+// WithEventRecorder sends Events about cleanups to r. Without it no Events
+// are written.
+func WithEventRecorder(r events.EventRecorder) Option {
+	return func(f *Finalizers) { f.recorder = r }
+}
+
+// WithClock replaces time.Now, for tests.
+func WithClock(now func() time.Time) Option {
+	return func(f *Finalizers) { f.now = now }
+}
+
+// New returns Finalizers that read and write objects through c.
+func New(c Client, opts ...Option) *Finalizers {
+	f := &Finalizers{
+		client:   c,
+		now:      time.Now,
+		attempts: map[inProgressKey]int{},
+		finished: newUIDSet(10000),
+		reported: newUIDSet(10000),
+	}
+	for _, o := range opts {
+		o(f)
+	}
+	return f
+}
+
+// RegisterOption configures one finalizer.
+type RegisterOption func(*entry)
+
+// WithAttach sets when the finalizer is put on objects (default
+// AttachAutomatic).
+func WithAttach(a Attach) RegisterOption { return func(e *entry) { e.attach = a } }
+
+// WithAttemptTimeout bounds each handler call (default DefaultAttemptTimeout).
+func WithAttemptTimeout(d time.Duration) RegisterOption {
+	return func(e *entry) { e.attemptTimeout = d }
+}
+
+// WithDeadline bounds the whole cleanup, counted from the object's
+// deletionTimestamp, and says what happens when it passes.
+func WithDeadline(d time.Duration, onExpiry Expiry) RegisterOption {
+	return func(e *entry) { e.deadline, e.onExpiry = d, onExpiry }
+}
+
+// Register adds a finalizer and its handler. Finalizers run in the order they
+// are registered: the second one's handler starts only once the first one is
+// removed.
+func (f *Finalizers) Register(name string, h Handler, opts ...RegisterOption) error {
+	if err := ValidateName(name); err != nil {
+		return err
+	}
+	if h == nil {
+		return fmt.Errorf("finalizer %q: handler is nil", name)
+	}
+	if slices.ContainsFunc(f.entries, func(e *entry) bool { return e.name == name }) {
+		return fmt.Errorf("finalizer %q is already registered", name)
+	}
+	e := &entry{name: name, handler: h, attach: AttachAutomatic, attemptTimeout: DefaultAttemptTimeout, onExpiry: ExpiryBlock}
+	for _, o := range opts {
+		o(e)
+	}
+	switch {
+	case e.attach != AttachAutomatic && e.attach != AttachDeclared:
+		return fmt.Errorf("finalizer %q: attach must be %s or %s, not %q", name, AttachAutomatic, AttachDeclared, e.attach)
+	case e.onExpiry != ExpiryBlock && e.onExpiry != ExpiryRelease:
+		return fmt.Errorf("finalizer %q: on expiry must be %s or %s, not %q", name, ExpiryBlock, ExpiryRelease, e.onExpiry)
+	case e.attemptTimeout <= 0:
+		return fmt.Errorf("finalizer %q: attempt timeout must be positive, not %s", name, e.attemptTimeout)
+	case e.deadline < 0:
+		return fmt.Errorf("finalizer %q: deadline must not be negative, not %s", name, e.deadline)
+	}
+	f.entries = append(f.entries, e)
+	return nil
+}
+
+// Names returns the registered finalizers in order.
+func (f *Finalizers) Names() []string {
+	names := make([]string, len(f.entries))
+	for i, e := range f.entries {
+		names[i] = e.name
+	}
+	return names
+}
+
+// Reconcile brings obj one step along the protocol. obj is the caller's copy
+// (from a cache is fine) and is refreshed from every write.
+//
+//   - Not being deleted: adds the missing automatic finalizers and returns
+//     with Added set; the caller returns and proceeds only when a later call
+//     says Proceed, so that no side effect happens before the guard is in
+//     place.
+//   - Being deleted: runs the handler of the first registered finalizer still
+//     on the object and acts on its Result; a Done or Release moves on to the
+//     next one in the same call.
+//
+// A returned error means "retry with backoff"; Outcome.Result() gives the
+// requeue otherwise.
+func (f *Finalizers) Reconcile(ctx context.Context, obj client.Object) (Outcome, error) {
+	if err := checkObject(obj); err != nil {
+		return Outcome{}, err
+	}
+	if len(f.entries) == 0 {
+		return Outcome{}, errors.New("no finalizer registered")
+	}
+	if obj.GetDeletionTimestamp() == nil {
+		added, err := Add(ctx, f.client, obj, f.automaticMissing(obj)...)
+		switch {
+		case errors.Is(err, ErrBeingDeleted):
+			// Deleted between our read and our write: what we never guarded
+			// is reported by finalize.
+		case err != nil:
+			return Outcome{}, err
+		default:
+			return Outcome{Added: added, Proceed: len(added) == 0}, nil
+		}
+	}
+	return f.finalize(ctx, obj)
+}
+
+func (f *Finalizers) automaticMissing(obj client.Object) []string {
+	var names []string
+	for _, e := range f.entries {
+		if e.attach == AttachAutomatic && !slices.Contains(obj.GetFinalizers(), e.name) {
+			names = append(names, e.name)
+		}
+	}
+	return names
+}
+
+func (f *Finalizers) finalize(ctx context.Context, obj client.Object) (Outcome, error) {
+	var out Outcome
+	for {
+		e := f.next(obj)
+		if e == nil {
+			if len(out.Removed) == 0 {
+				f.reportUnguarded(ctx, obj)
+			}
+			return out, nil
+		}
+		res := f.attempt(ctx, obj, e)
+		switch res.State {
+		case StateDone, StateRelease:
+			if err := f.remove(ctx, obj, e, res); err != nil {
+				return out, err
+			}
+			out.Removed = append(out.Removed, e.name)
+			if res.State == StateRelease {
+				out.Released = append(out.Released, e.name)
+			}
+		case StatePending:
+			out.RequeueAfter = f.capToDeadline(obj, e, res.After)
+			return out, nil
+		default:
+			return out, fmt.Errorf("cleanup %q of %s: %w", e.name, describe(obj), res.Err)
+		}
+	}
+}
+
+// next returns the first registered finalizer still on obj.
+func (f *Finalizers) next(obj client.Object) *entry {
+	for _, e := range f.entries {
+		if slices.Contains(obj.GetFinalizers(), e.name) {
+			return e
+		}
+	}
+	return nil
+}
+
+// attempt applies the deadline, then calls the handler and records what it
+// answered. The result is what to do with the finalizer.
+func (f *Finalizers) attempt(ctx context.Context, obj client.Object, e *entry) Result {
+	log := logf.FromContext(ctx).WithValues("finalizer", e.name, "object", klog.KObj(obj))
+	deletedAt := obj.GetDeletionTimestamp().Time
+	key := inProgressKey{finalizer: e.name, uid: obj.GetUID()}
+	prev, _ := readOneProgress(obj, e.name)
+	n := f.countAttempt(key, prev.Attempts)
+
+	expired := e.deadline > 0 && f.now().Sub(deletedAt) > e.deadline
+	if expired && e.onExpiry == ExpiryRelease {
+		skipped := "cleanup never reported done"
+		if prev.Message != "" {
+			skipped = fmt.Sprintf("last state %s: %s", prev.State, prev.Message)
+		}
+		if !prev.DeadlineExceeded {
+			deadlinesExceeded.WithLabelValues(e.name, string(ExpiryRelease)).Inc()
+		}
+		return Result{State: StateRelease, byDeadline: true,
+			Reason: fmt.Sprintf("deadline %s exceeded after %d attempts; skipped cleanup (%s)", e.deadline, n-1, skipped)}
+	}
+
+	inFlight.start(e.name, obj.GetUID(), deletedAt)
+	started := f.now()
+	res := f.call(ctx, obj, e)
+	attempts.WithLabelValues(e.name, string(res.State)).Inc()
+	log.V(4).Info("Cleanup attempt", "attempt", n, "state", res.State, "reason", res.Reason, "took", f.now().Sub(started))
+
+	if res.State == StatePending || res.State == StateRetry {
+		p := Progress{Finalizer: e.name, State: res.State, Message: res.Reason, Attempts: n, DeadlineExceeded: expired}
+		if expired && !prev.DeadlineExceeded {
+			deadlinesExceeded.WithLabelValues(e.name, string(ExpiryBlock)).Inc()
+			f.event(obj, corev1.EventTypeWarning, ReasonDeadlineExceeded,
+				"Cleanup %q passed its deadline of %s; blocking deletion until it is done (%s)", e.name, e.deadline, res.Reason)
+		}
+		f.recordProgress(ctx, obj, prev, p)
+	}
+	return res
+}
+
+// call runs the handler with a per-attempt timeout, turning a panic or a hang
+// into a Retry. A handler that ignores its context is left behind: its late
+// answer is discarded, never acted on.
+func (f *Finalizers) call(ctx context.Context, obj client.Object, e *entry) Result {
+	ctx, cancel := context.WithTimeout(ctx, e.attemptTimeout)
+	defer cancel()
+	answer := make(chan Result, 1)
+	target := obj.DeepCopyObject().(client.Object)
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				logf.FromContext(ctx).Error(fmt.Errorf("%v", r), "Cleanup handler panicked", "finalizer", e.name, "stack", string(debug.Stack()))
+				answer <- Retry(fmt.Errorf("handler panicked: %v", r))
+			}
+		}()
+		answer <- e.handler.Finalize(ctx, target)
+	}()
+	select {
+	case res := <-answer:
+		switch res.State {
+		case StateDone, StatePending, StateRetry, StateRelease:
+			return res
+		default:
+			return Retry(fmt.Errorf("handler answered an unknown state %q", res.State))
+		}
+	case <-ctx.Done():
+		return Retry(fmt.Errorf("handler did not answer within %s: %w", e.attemptTimeout, ctx.Err()))
+	}
+}
+
+// remove takes the finalizer off after Done or Release, recording a release
+// first so the record survives on objects other finalizers still hold.
+func (f *Finalizers) remove(ctx context.Context, obj client.Object, e *entry, res Result) error {
+	log := logf.FromContext(ctx).WithValues("finalizer", e.name, "object", klog.KObj(obj))
+	deletedAt := obj.GetDeletionTimestamp().Time
+	uid := obj.GetUID()
+	if res.State == StateRelease {
+		cause := "handler"
+		if res.byDeadline {
+			cause = "deadline"
+		}
+		prev, _ := readOneProgress(obj, e.name)
+		p := Progress{Finalizer: e.name, State: StateRelease, Message: res.Reason, Attempts: prev.Attempts, DeadlineExceeded: cause == "deadline"}
+		f.recordProgress(ctx, obj, Progress{}, p)
+		f.event(obj, corev1.EventTypeWarning, ReasonFinalizerReleased, "Released %q without its cleanup: %s", e.name, res.Reason)
+		log.Info("Releasing finalizer without its cleanup", "cause", cause, "reason", res.Reason)
+		releases.WithLabelValues(e.name, cause).Inc()
+	}
+	if err := Remove(ctx, f.client, obj, e.name); err != nil {
+		return err
+	}
+	outcome := "done"
+	if res.State == StateRelease {
+		outcome = "released"
+	}
+	cleanupDuration.WithLabelValues(e.name, outcome).Observe(f.now().Sub(deletedAt).Seconds())
+	inFlight.finish(e.name, uid)
+	f.finished.add(uid)
+	f.mu.Lock()
+	delete(f.attempts, inProgressKey{finalizer: e.name, uid: uid})
+	f.mu.Unlock()
+	log.V(2).Info("Removed finalizer", "outcome", outcome)
+	return nil
+}
+
+// countAttempt returns this attempt's number. The count lives in memory and
+// resumes from the progress record after a restart.
+func (f *Finalizers) countAttempt(key inProgressKey, recorded int) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := max(f.attempts[key], recorded) + 1
+	f.attempts[key] = n
+	return n
+}
+
+// recordProgress writes p as the finalizer's progress annotation when it says
+// something new: a new state, a passed deadline, or a new message not written
+// in the last progressRewriteAfter.
+func (f *Finalizers) recordProgress(ctx context.Context, obj client.Object, prev, p Progress) {
+	now := f.now()
+	if prev.State == p.State && prev.DeadlineExceeded == p.DeadlineExceeded &&
+		(prev.Message == p.Message || now.Sub(prev.Updated) < progressRewriteAfter) {
+		return
+	}
+	p.Updated = now.UTC().Truncate(time.Second)
+	data, err := progressPatch(p)
+	if err == nil {
+		err = f.client.Patch(ctx, obj, types.MergePatchType, data)
+	}
+	if err != nil {
+		// Progress is advisory; the finalizer protocol does not depend on it.
+		logf.FromContext(ctx).V(2).Info("Could not record cleanup progress", "finalizer", p.Finalizer, "object", klog.KObj(obj), "err", err.Error())
+		return
+	}
+	switch p.State {
+	case StatePending:
+		f.event(obj, corev1.EventTypeNormal, ReasonCleanupPending, "Cleanup %q is in progress: %s", p.Finalizer, p.Message)
+	case StateRetry:
+		f.event(obj, corev1.EventTypeWarning, ReasonCleanupFailed, "Cleanup %q failed (attempt %d): %s", p.Finalizer, p.Attempts, p.Message)
+	}
+}
+
+// capToDeadline shortens a pending requeue so an expiring deadline is acted on
+// when it passes, not at the next scheduled check.
+func (f *Finalizers) capToDeadline(obj client.Object, e *entry, after time.Duration) time.Duration {
+	if e.deadline <= 0 {
+		return after
+	}
+	left := obj.GetDeletionTimestamp().Add(e.deadline).Sub(f.now()) + time.Second
+	if left > 0 && (after <= 0 || left < after) {
+		return left
+	}
+	return after
+}
+
+// reportUnguarded says, once per object, that an object is being deleted
+// without ever having carried our automatic finalizers: its cleanup cannot
+// run. An admission webhook that adds the finalizer at CREATE closes this gap.
+func (f *Finalizers) reportUnguarded(ctx context.Context, obj client.Object) {
+	var names []string
+	for _, e := range f.entries {
+		if e.attach == AttachAutomatic {
+			names = append(names, e.name)
+		}
+	}
+	uid := obj.GetUID()
+	if len(names) == 0 || f.finished.has(uid) || !f.reported.add(uid) {
+		return
+	}
+	for _, n := range names {
+		unguarded.WithLabelValues(n).Inc()
+	}
+	logf.FromContext(ctx).Info("Object was deleted before its finalizers were added; its cleanup will not run",
+		"object", klog.KObj(obj), "finalizers", names)
+	f.event(obj, corev1.EventTypeWarning, ReasonDeletedBeforeGuarded,
+		"Deleted before finalizers %v were added; their cleanup will not run", names)
+}
+
+func (f *Finalizers) event(obj client.Object, eventType, reason, note string, args ...any) {
+	if f.recorder == nil {
+		return
+	}
+	f.recorder.Eventf(obj, nil, eventType, reason, "Finalize", note, args...)
+}
+
+// uidSet is a bounded set of UIDs: when full, the oldest half is forgotten.
+type uidSet struct {
+	mu    sync.Mutex
+	limit int
+	order []types.UID
+	set   map[types.UID]struct{}
+}
+
+func newUIDSet(limit int) *uidSet {
+	return &uidSet{limit: limit, set: map[types.UID]struct{}{}}
+}
+
+// add inserts uid and reports whether it was new.
+func (s *uidSet) add(uid types.UID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.set[uid]; ok {
+		return false
+	}
+	if len(s.order) >= s.limit {
+		for _, old := range s.order[:s.limit/2] {
+			delete(s.set, old)
+		}
+		s.order = slices.Delete(s.order, 0, s.limit/2)
+	}
+	s.order = append(s.order, uid)
+	s.set[uid] = struct{}{}
+	return true
+}
+
+func (s *uidSet) has(uid types.UID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.set[uid]
+	return ok
+}

@@ -1,0 +1,180 @@
+/*
+Copyright 2026 The Teardown Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package finalizer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// maxPatchAttempts bounds the re-read-and-retry loop when a guarded patch's
+// test fails because someone else changed the finalizer list meanwhile.
+const maxPatchAttempts = 5
+
+// ErrBeingDeleted is returned by Add when the object is being deleted: the API
+// server refuses new finalizers then, and adding one would guard nothing.
+var ErrBeingDeleted = errors.New("object is being deleted; no finalizer can be added")
+
+// jsonPatchOp is one RFC 6902 operation. Value is a pointer-free any so that
+// an explicit JSON null can be tested.
+type jsonPatchOp struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	Value any    `json:"value"`
+}
+
+// addPatch appends names to the finalizer list, guarded by a test of the
+// whole current list (or of its absence), so a concurrent change makes the
+// patch fail instead of being overwritten.
+func addPatch(obj client.Object, names []string) ([]byte, error) {
+	ops := uidTest(obj)
+	current := obj.GetFinalizers()
+	if len(current) == 0 {
+		// A missing list cannot be appended to; test that it is missing (JSON
+		// null matches an absent member) and create it.
+		ops = append(ops,
+			jsonPatchOp{Op: "test", Path: "/metadata/finalizers", Value: nil},
+			jsonPatchOp{Op: "add", Path: "/metadata/finalizers", Value: names})
+	} else {
+		ops = append(ops, jsonPatchOp{Op: "test", Path: "/metadata/finalizers", Value: current})
+		for _, n := range names {
+			ops = append(ops, jsonPatchOp{Op: "add", Path: "/metadata/finalizers/-", Value: n})
+		}
+	}
+	return json.Marshal(ops)
+}
+
+// removePatch removes the entry at index i, guarded by a test that the entry
+// there is still name: a concurrent change shifts or removes it and the patch
+// fails instead of removing someone else's finalizer.
+func removePatch(obj client.Object, i int, name string) ([]byte, error) {
+	path := "/metadata/finalizers/" + strconv.Itoa(i)
+	ops := append(uidTest(obj),
+		jsonPatchOp{Op: "test", Path: path, Value: name},
+		jsonPatchOp{Op: "remove", Path: path})
+	return json.Marshal(ops)
+}
+
+// uidTest pins the patch to this incarnation of the object: one deleted and
+// recreated under the same name is another object.
+func uidTest(obj client.Object) []jsonPatchOp {
+	if obj.GetUID() == "" {
+		return nil
+	}
+	return []jsonPatchOp{{Op: "test", Path: "/metadata/uid", Value: string(obj.GetUID())}}
+}
+
+// isGuardFailure reports whether a patch failed because its test no longer
+// held (422) or the object changed under it (409): re-read and try again.
+func isGuardFailure(err error) bool {
+	return apierrors.IsInvalid(err) || apierrors.IsConflict(err)
+}
+
+// Add adds names that obj does not carry yet with a guarded JSON patch,
+// re-reading from the API and retrying a bounded number of times if the
+// list changed meanwhile. obj is refreshed from the server's answer. It
+// returns the names it added, and ErrBeingDeleted (with nothing added) if the
+// object is being deleted.
+func Add(ctx context.Context, c Client, obj client.Object, names ...string) ([]string, error) {
+	if err := checkObject(obj); err != nil {
+		return nil, err
+	}
+	for _, n := range names {
+		if err := ValidateName(n); err != nil {
+			return nil, err
+		}
+	}
+	var lastErr error
+	for range maxPatchAttempts {
+		if obj.GetDeletionTimestamp() != nil {
+			return nil, ErrBeingDeleted
+		}
+		missing := missingFrom(obj.GetFinalizers(), names)
+		if len(missing) == 0 {
+			return nil, nil
+		}
+		data, err := addPatch(obj, missing)
+		if err != nil {
+			return nil, fmt.Errorf("building patch: %w", err)
+		}
+		err = c.Patch(ctx, obj, types.JSONPatchType, data)
+		if err == nil {
+			return missing, nil
+		}
+		if !isGuardFailure(err) {
+			return nil, fmt.Errorf("adding finalizers %v to %s: %w", missing, describe(obj), err)
+		}
+		patchConflicts.WithLabelValues("add").Inc()
+		lastErr = err
+		if err := c.Read(ctx, obj); err != nil {
+			return nil, fmt.Errorf("re-reading %s after a failed guarded patch: %w", describe(obj), err)
+		}
+	}
+	return nil, fmt.Errorf("adding finalizers to %s: the finalizer list kept changing after %d attempts: %w", describe(obj), maxPatchAttempts, lastErr)
+}
+
+// Remove removes name from obj with a guarded JSON patch. A finalizer that is
+// already absent, or an object that is gone, is success. obj is refreshed from
+// the server's answer.
+func Remove(ctx context.Context, c Client, obj client.Object, name string) error {
+	if err := checkObject(obj); err != nil {
+		return err
+	}
+	uid := obj.GetUID()
+	var lastErr error
+	for range maxPatchAttempts {
+		if uid != "" && obj.GetUID() != uid {
+			// The object we were finalizing is gone and another took its
+			// name; its finalizers are not ours to touch.
+			return nil
+		}
+		i := slices.Index(obj.GetFinalizers(), name)
+		if i < 0 {
+			return nil
+		}
+		data, err := removePatch(obj, i, name)
+		if err != nil {
+			return fmt.Errorf("building patch: %w", err)
+		}
+		err = c.Patch(ctx, obj, types.JSONPatchType, data)
+		switch {
+		case err == nil:
+			return nil
+		case apierrors.IsNotFound(err):
+			obj.SetFinalizers(slices.Delete(slices.Clone(obj.GetFinalizers()), i, i+1))
+			return nil
+		case !isGuardFailure(err):
+			return fmt.Errorf("removing finalizer %q from %s: %w", name, describe(obj), err)
+		}
+		patchConflicts.WithLabelValues("remove").Inc()
+		lastErr = err
+		if err := c.Read(ctx, obj); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return fmt.Errorf("re-reading %s after a failed guarded patch: %w", describe(obj), err)
+		}
+	}
+	return fmt.Errorf("removing finalizer %q from %s: the finalizer list kept changing after %d attempts: %w", name, describe(obj), maxPatchAttempts, lastErr)
+}
+
+func missingFrom(have, want []string) []string {
+	var missing []string
+	for _, w := range want {
+		if !slices.Contains(have, w) && !slices.Contains(missing, w) {
+			missing = append(missing, w)
+		}
+	}
+	return missing
+}

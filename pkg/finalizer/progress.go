@@ -1,0 +1,99 @@
+/*
+Copyright 2026 The Teardown Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package finalizer
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"sort"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ProgressAnnotationPrefix starts the annotation in which each finalizer
+// records its cleanup's progress on the object, for people and for
+// `kubectl teardown`. One annotation per finalizer, so two controllers never
+// overwrite each other's record.
+const ProgressAnnotationPrefix = "progress.finalizer.teardown.dev/"
+
+// maxProgressMessage keeps the annotation short: it is read on every list.
+const maxProgressMessage = 256
+
+// Progress is the record kept in a finalizer's progress annotation.
+type Progress struct {
+	Finalizer string `json:"finalizer"`
+	// State is the last handler answer, or Released when the finalizer was
+	// removed without its cleanup.
+	State State `json:"state"`
+	// Message is the handler's reason or error, truncated.
+	Message  string `json:"message,omitempty"`
+	Attempts int    `json:"attempts"`
+	// Updated is when this record was written.
+	Updated time.Time `json:"updated"`
+	// DeadlineExceeded is set once the finalizer's deadline passed.
+	DeadlineExceeded bool `json:"deadlineExceeded,omitempty"`
+}
+
+// ProgressAnnotation returns the annotation key for finalizer. Its name part
+// is the finalizer with "/" as "_", or a hash when that is longer than an
+// annotation name may be.
+func ProgressAnnotation(finalizer string) string {
+	name := strings.ReplaceAll(finalizer, "/", "_")
+	if len(name) > 63 {
+		sum := sha256.Sum256([]byte(finalizer))
+		name = name[:46] + "-" + hex.EncodeToString(sum[:8])
+	}
+	return ProgressAnnotationPrefix + name
+}
+
+// ReadProgress returns the progress records on obj, ordered by finalizer.
+// Records that do not parse are skipped.
+func ReadProgress(obj metav1.Object) []Progress {
+	var out []Progress
+	for k, v := range obj.GetAnnotations() {
+		if !strings.HasPrefix(k, ProgressAnnotationPrefix) {
+			continue
+		}
+		var p Progress
+		if json.Unmarshal([]byte(v), &p) == nil && p.Finalizer != "" {
+			out = append(out, p)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Finalizer < out[j].Finalizer })
+	return out
+}
+
+func readOneProgress(obj metav1.Object, finalizer string) (Progress, bool) {
+	v, ok := obj.GetAnnotations()[ProgressAnnotation(finalizer)]
+	if !ok {
+		return Progress{}, false
+	}
+	var p Progress
+	if json.Unmarshal([]byte(v), &p) != nil {
+		return Progress{}, false
+	}
+	return p, true
+}
+
+// progressPatch is a merge patch that sets only this finalizer's annotation,
+// so other annotations and other finalizers' records are left alone.
+func progressPatch(p Progress) ([]byte, error) {
+	if len(p.Message) > maxProgressMessage {
+		p.Message = p.Message[:maxProgressMessage-3] + "..."
+	}
+	value, err := json.Marshal(p)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(map[string]any{
+		"metadata": map[string]any{
+			"annotations": map[string]string{ProgressAnnotation(p.Finalizer): string(value)},
+		},
+	})
+}
