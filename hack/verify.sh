@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Fails if the tree is not as the generators and formatters would leave it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+fail=0
+unformatted=$(gofmt -l $(git ls-files '*.go'))
+if [[ -n "$unformatted" ]]; then
+	echo "gofmt needed on:" >&2
+	echo "$unformatted" >&2
+	fail=1
+fi
+go vet ./...
+for mod in . hack/tools; do
+	(cd "$mod" && cp go.mod /tmp/verify.go.mod && cp go.sum /tmp/verify.go.sum && go mod tidy &&
+		if ! cmp -s go.mod /tmp/verify.go.mod || ! cmp -s go.sum /tmp/verify.go.sum; then
+			echo "go mod tidy changed $mod/go.mod or go.sum" >&2
+			cp /tmp/verify.go.mod go.mod; cp /tmp/verify.go.sum go.sum
+			exit 1
+		fi) || fail=1
+done
+missing=$(for f in $(git ls-files '*.go'); do head -3 "$f" | grep -q 'Copyright .* The Teardown Authors' || echo "$f"; done)
+if [[ -n "$missing" ]]; then
+	echo "missing the hack/boilerplate.go.txt header:" >&2
+	echo "$missing" >&2
+	fail=1
+fi
+exit $fail
