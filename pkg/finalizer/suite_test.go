@@ -8,6 +8,7 @@ package finalizer_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -26,14 +27,20 @@ import (
 
 // The package's proofs share one real control plane.
 var (
-	cfg *rest.Config
+	cfg            *rest.Config
+	kubeconfigPath string
 	k8s client.Client
 	cs  kubernetes.Interface
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(childModeEnv) != "" {
+		// Re-executed by TestRestartMidCleanup as a controller process.
+		os.Exit(runChild())
+	}
 	testenv.Main(m, testenv.Options{}, func(e *testenv.Env) {
 		cfg = e.Config
+		kubeconfigPath = e.Kubeconfig
 		var err error
 		if k8s, err = client.New(cfg, client.Options{}); err != nil {
 			panic(err)
