@@ -3,6 +3,7 @@ module github.com/teardown-dev/teardown
 go 1.26.0
 
 require (
+	github.com/google/go-cmp v0.7.0
 	github.com/prometheus/client_golang v1.25.0
 	k8s.io/api v0.36.3
 	k8s.io/apimachinery v0.36.3

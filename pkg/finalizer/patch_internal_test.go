@@ -1,0 +1,106 @@
+/*
+Copyright 2026 The Teardown Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package finalizer
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestPatches(t *testing.T) {
+	obj := func(uid string, finalizers ...string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x", UID: "u1", Finalizers: finalizers}}
+	}
+	cases := map[string]struct {
+		reason string
+		build  func() ([]byte, error)
+		want   string
+	}{
+		"add to no list": {
+			reason: "an absent list is tested as null and created whole",
+			build:  func() ([]byte, error) { return addPatch(obj("u1"), []string{"a.io/x"}) },
+			want:   `[{"op":"test","path":"/metadata/uid","value":"u1"},{"op":"test","path":"/metadata/finalizers","value":null},{"op":"add","path":"/metadata/finalizers","value":["a.io/x"]}]`,
+		},
+		"add to a list": {
+			reason: "an existing list is tested whole, then appended to",
+			build:  func() ([]byte, error) { return addPatch(obj("u1", "b.io/y"), []string{"a.io/x", "c.io/z"}) },
+			want:   `[{"op":"test","path":"/metadata/uid","value":"u1"},{"op":"test","path":"/metadata/finalizers","value":["b.io/y"]},{"op":"add","path":"/metadata/finalizers/-","value":"a.io/x"},{"op":"add","path":"/metadata/finalizers/-","value":"c.io/z"}]`,
+		},
+		"remove by index": {
+			reason: "the entry at the index is tested before it is removed",
+			build:  func() ([]byte, error) { return removePatch(obj("u1", "b.io/y", "a.io/x"), 1, "a.io/x") },
+			want:   `[{"op":"test","path":"/metadata/uid","value":"u1"},{"op":"test","path":"/metadata/finalizers/1","value":"a.io/x"},{"op":"remove","path":"/metadata/finalizers/1","value":null}]`,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := tc.build()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, string(got)); diff != "" {
+				t.Errorf("%s\n-want +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestProgressAnnotation(t *testing.T) {
+	cases := map[string]struct {
+		finalizer string
+		want      string
+	}{
+		"short":  {finalizer: "my.custom/finalizer", want: "progress.finalizer.teardown.dev/my.custom_finalizer"},
+		"hashed": {finalizer: "a-very-long-domain.example.com/" + strings.Repeat("x", 40), want: "progress.finalizer.teardown.dev/a-very-long-domain.example.com_xxxxxxxxxxxxxxx-"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := ProgressAnnotation(tc.finalizer)
+			if !strings.HasPrefix(got, tc.want) {
+				t.Errorf("ProgressAnnotation(%q) = %q, want prefix %q", tc.finalizer, got, tc.want)
+			}
+			if name := strings.TrimPrefix(got, ProgressAnnotationPrefix); len(name) > 63 {
+				t.Errorf("annotation name %q is %d characters, over 63", name, len(name))
+			}
+		})
+	}
+}
+
+func TestProgressPatchTruncatesAndRoundTrips(t *testing.T) {
+	p := Progress{Finalizer: "a.io/x", State: StateRetry, Message: strings.Repeat("m", 1000), Attempts: 3}
+	data, err := progressPatch(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(data) > 600 {
+		t.Errorf("progress patch is %d bytes; the message should be truncated", len(data))
+	}
+	cm := &corev1.ConfigMap{}
+	cm.Annotations = map[string]string{}
+	// Apply the merge patch by hand: it sets exactly one annotation.
+	var patch struct {
+		Metadata struct {
+			Annotations map[string]string `json:"annotations"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(data, &patch); err != nil {
+		t.Fatal(err)
+	}
+	if len(patch.Metadata.Annotations) != 1 {
+		t.Fatalf("patch sets %d annotations, want 1", len(patch.Metadata.Annotations))
+	}
+	cm.Annotations = patch.Metadata.Annotations
+	got := ReadProgress(cm)
+	want := []Progress{{Finalizer: "a.io/x", State: StateRetry, Message: strings.Repeat("m", maxProgressMessage-3) + "...", Attempts: 3}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("-want +got:\n%s", diff)
+	}
+}
