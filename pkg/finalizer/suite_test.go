@@ -29,8 +29,8 @@ import (
 var (
 	cfg            *rest.Config
 	kubeconfigPath string
-	k8s client.Client
-	cs  kubernetes.Interface
+	k8s            client.Client
+	cs             kubernetes.Interface
 )
 
 func TestMain(m *testing.M) {
