@@ -1,0 +1,153 @@
+/*
+Copyright 2026 The Teardown Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package steps
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/policy"
+)
+
+// Environment variables that give a cleanup Job its target's identity.
+const (
+	EnvTargetAPIVersion = "TEARDOWN_TARGET_API_VERSION"
+	EnvTargetKind       = "TEARDOWN_TARGET_KIND"
+	EnvTargetNamespace  = "TEARDOWN_TARGET_NAMESPACE"
+	EnvTargetName       = "TEARDOWN_TARGET_NAME"
+	EnvTargetUID        = "TEARDOWN_TARGET_UID"
+	EnvPolicy           = "TEARDOWN_POLICY"
+)
+
+// Labels on cleanup Jobs, to find them and to tell what they are for.
+const (
+	LabelPolicy    = "teardown.dev/policy"
+	LabelTargetUID = "teardown.dev/target-uid"
+	LabelStep      = "teardown.dev/step"
+)
+
+// JobName is the cleanup Job's name: stable for one policy, target and step,
+// so that every attempt finds the Job an earlier one created.
+func JobName(policyUID, targetUID, step string) string {
+	sum := sha256.Sum256([]byte(policyUID + "/" + targetUID + "/" + step))
+	return "teardown-" + hex.EncodeToString(sum[:])[:16]
+}
+
+// jobNamespace is where the Job runs: the step's namespace, else the
+// policy's. A cluster policy's Job step must name one.
+func jobNamespace(pol *policy.Policy, j *teardownv1alpha1.JobAction) (string, error) {
+	if j.Namespace != "" {
+		return j.Namespace, nil
+	}
+	if pol.Ref.Namespace != "" {
+		return pol.Ref.Namespace, nil
+	}
+	return "", errors.New("job step of a ClusterTeardownPolicy must set job.namespace")
+}
+
+func (r *Runner) job(ctx context.Context, pol *policy.Policy, step teardownv1alpha1.Step, t Target) outcome {
+	ns, err := jobNamespace(pol, step.Job)
+	if err != nil {
+		return failed(err)
+	}
+	name := JobName(string(pol.UID), string(t.Obj.GetUID()), step.Name)
+	job := &batchv1.Job{}
+	err = r.Reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, job)
+	switch {
+	case apierrors.IsNotFound(err):
+		return r.createJob(ctx, pol, step, t, ns, name)
+	case err != nil:
+		return failed(fmt.Errorf("reading Job %s/%s: %w", ns, name, err))
+	}
+	for _, c := range job.Status.Conditions {
+		if c.Status != corev1.ConditionTrue {
+			continue
+		}
+		switch c.Type {
+		case batchv1.JobComplete:
+			if err := r.removeJob(ctx, job); err != nil {
+				return failed(err)
+			}
+			return done()
+		case batchv1.JobFailed:
+			// Removed so that a retry starts a fresh Job.
+			if err := r.removeJob(ctx, job); err != nil {
+				return failed(err)
+			}
+			return failed(fmt.Errorf("Job %s/%s failed: %s: %s", ns, name, c.Reason, c.Message))
+		}
+	}
+	return pending(0, "Job %s/%s is running", ns, name)
+}
+
+func (r *Runner) createJob(ctx context.Context, pol *policy.Policy, step teardownv1alpha1.Step, t Target, ns, name string) outcome {
+	nsObj := &corev1.Namespace{}
+	if err := r.Reader.Get(ctx, client.ObjectKey{Name: ns}, nsObj); err != nil {
+		return failed(fmt.Errorf("reading namespace %s for the Job: %w", ns, err))
+	}
+	if nsObj.DeletionTimestamp != nil {
+		return failed(fmt.Errorf("namespace %s is terminating, so no Job can be created there; set job.namespace to run the cleanup elsewhere", ns))
+	}
+	tmpl := step.Job.Template
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: ns,
+			Labels:      map[string]string{},
+			Annotations: map[string]string{},
+		},
+		Spec: *tmpl.Spec.DeepCopy(),
+	}
+	for k, v := range tmpl.Metadata.Labels {
+		job.Labels[k] = v
+	}
+	for k, v := range tmpl.Metadata.Annotations {
+		job.Annotations[k] = v
+	}
+	job.Labels[LabelPolicy] = pol.Ref.Name
+	job.Labels[LabelTargetUID] = string(t.Obj.GetUID())
+	job.Labels[LabelStep] = step.Name
+	apiVersion, kind := t.GVK.ToAPIVersionAndKind()
+	env := []corev1.EnvVar{
+		{Name: EnvTargetAPIVersion, Value: apiVersion},
+		{Name: EnvTargetKind, Value: kind},
+		{Name: EnvTargetNamespace, Value: t.Obj.GetNamespace()},
+		{Name: EnvTargetName, Value: t.Obj.GetName()},
+		{Name: EnvTargetUID, Value: string(t.Obj.GetUID())},
+		{Name: EnvPolicy, Value: pol.Ref.String()},
+	}
+	pod := &job.Spec.Template.Spec
+	for i := range pod.InitContainers {
+		pod.InitContainers[i].Env = append(pod.InitContainers[i].Env, env...)
+	}
+	for i := range pod.Containers {
+		pod.Containers[i].Env = append(pod.Containers[i].Env, env...)
+	}
+	if pod.RestartPolicy == "" {
+		pod.RestartPolicy = corev1.RestartPolicyNever
+	}
+	if err := r.Client.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {
+		return failed(fmt.Errorf("creating Job %s/%s: %w", ns, name, err))
+	}
+	return pending(0, "started Job %s/%s", ns, name)
+}
+
+func (r *Runner) removeJob(ctx context.Context, job *batchv1.Job) error {
+	err := r.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("removing Job %s/%s: %w", job.Namespace, job.Name, err)
+	}
+	return nil
+}

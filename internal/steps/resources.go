@@ -1,0 +1,127 @@
+/*
+Copyright 2026 The Teardown Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package steps
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/google/cel-go/cel"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+)
+
+// listOptions scopes a step's resource selector: namespaced kinds are looked
+// up in the target's namespace (every namespace for a cluster-scoped
+// target), cluster-scoped kinds cluster-wide.
+func (r *Runner) listOptions(res teardownv1alpha1.ResourceSelector, t Target) (schema.GroupVersionKind, []client.ListOption, error) {
+	gv, err := schema.ParseGroupVersion(res.APIVersion)
+	if err != nil {
+		return schema.GroupVersionKind{}, nil, fmt.Errorf("apiVersion %q: %w", res.APIVersion, err)
+	}
+	gvk := gv.WithKind(res.Kind)
+	mapping, err := r.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return gvk, nil, fmt.Errorf("kind %s: %w", gvk, err)
+	}
+	var opts []client.ListOption
+	if mapping.Scope.Name() == meta.RESTScopeNameNamespace && t.Obj.GetNamespace() != "" {
+		opts = append(opts, client.InNamespace(t.Obj.GetNamespace()))
+	}
+	if res.Selector != nil {
+		sel, err := metav1.LabelSelectorAsSelector(res.Selector)
+		if err != nil {
+			return gvk, nil, fmt.Errorf("selector of %s: %w", gvk.Kind, err)
+		}
+		opts = append(opts, client.MatchingLabelsSelector{Selector: sel})
+	}
+	return gvk, opts, nil
+}
+
+func (r *Runner) delete(ctx context.Context, d *teardownv1alpha1.DeleteAction, t Target) outcome {
+	propagation := d.PropagationPolicy
+	if propagation == "" {
+		propagation = metav1.DeletePropagationForeground
+	}
+	var remaining []string
+	for _, res := range d.Resources {
+		gvk, opts, err := r.listOptions(res, t)
+		if err != nil {
+			return failed(err)
+		}
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		if err := r.Reader.List(ctx, list, opts...); err != nil {
+			return failed(fmt.Errorf("listing %s: %w", gvk.Kind, err))
+		}
+		for i := range list.Items {
+			obj := &list.Items[i]
+			obj.SetGroupVersionKind(gvk)
+			remaining = append(remaining, gvk.Kind+" "+client.ObjectKeyFromObject(obj).String())
+			if obj.DeletionTimestamp != nil {
+				continue // already going; deleting again only costs a write
+			}
+			err := r.Client.Delete(ctx, obj, client.PropagationPolicy(propagation), client.Preconditions{UID: &obj.UID})
+			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+				return failed(fmt.Errorf("deleting %s %s: %w", gvk.Kind, client.ObjectKeyFromObject(obj), err))
+			}
+		}
+	}
+	if len(remaining) == 0 {
+		return done()
+	}
+	return pending(0, "waiting for %d object(s) to be gone: %s", len(remaining), summarize(remaining))
+}
+
+func (r *Runner) wait(ctx context.Context, cond cel.Program, w *teardownv1alpha1.WaitAction, t Target) outcome {
+	if cond == nil {
+		return failed(fmt.Errorf("condition %q is not compiled", w.Condition))
+	}
+	var objects []any
+	for _, res := range w.Resources {
+		gvk, opts, err := r.listOptions(res, t)
+		if err != nil {
+			return failed(err)
+		}
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		if err := r.Reader.List(ctx, list, opts...); err != nil {
+			return failed(fmt.Errorf("listing %s: %w", gvk.Kind, err))
+		}
+		for _, item := range list.Items {
+			objects = append(objects, item.Object)
+		}
+	}
+	val, _, err := cond.ContextEval(ctx, map[string]any{"objects": objects})
+	if err != nil {
+		return failed(fmt.Errorf("evaluating %q: %w", w.Condition, err))
+	}
+	ok, isBool := val.Value().(bool)
+	switch {
+	case !isBool:
+		return failed(fmt.Errorf("condition %q returned %v, not a bool", w.Condition, val.Value()))
+	case ok:
+		return done()
+	default:
+		return pending(0, "waiting until %s (%d object(s) selected)", w.Condition, len(objects))
+	}
+}
+
+// summarize lists a few names, enough for a person to know where to look.
+func summarize(names []string) string {
+	const shown = 3
+	if len(names) <= shown {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:shown], ", "), len(names)-shown)
+}
