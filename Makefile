@@ -8,6 +8,8 @@ GO ?= go
 K8S_BIN := bin/k8s
 export KUBEBUILDER_ASSETS ?= $(CURDIR)/$(K8S_BIN)
 TEST_FLAGS ?= -count=1 -timeout=30m
+# controller-gen is pinned in hack/tools/controller-gen/go.mod.
+CONTROLLER_GEN := bin/controller-gen
 
 .DEFAULT_GOAL := help
 
@@ -46,6 +48,18 @@ build: ## Build every package.
 .PHONY: fmt
 fmt: ## Format the code.
 	gofmt -w $$(git ls-files '*.go')
+
+.PHONY: generate
+generate: $(CONTROLLER_GEN) ## Generate the deepcopy code of the API types (api/.../zz_generated.deepcopy.go).
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
+
+.PHONY: manifests
+manifests: $(CONTROLLER_GEN) ## Generate the CRDs from the API types into config/crd/bases.
+	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
+
+# Rebuilt only when missing or when its pin in go.mod changes.
+$(CONTROLLER_GEN): hack/tools/controller-gen/go.mod hack/tools/controller-gen/go.sum
+	cd hack/tools/controller-gen && $(GO) build -o $(CURDIR)/$(CONTROLLER_GEN) sigs.k8s.io/controller-tools/cmd/controller-gen
 
 .PHONY: verify
 verify: ## Fail if code is unformatted, vet complains, go.mod is untidy or generated files are stale.

@@ -11,7 +11,7 @@ if [[ -n "$unformatted" ]]; then
 	fail=1
 fi
 go vet ./...
-for mod in . hack/tools; do
+for mod in . hack/tools hack/tools/controller-gen; do
 	(cd "$mod" && cp go.mod /tmp/verify.go.mod && cp go.sum /tmp/verify.go.sum && go mod tidy &&
 		if ! cmp -s go.mod /tmp/verify.go.mod || ! cmp -s go.sum /tmp/verify.go.sum; then
 			echo "go mod tidy changed $mod/go.mod or go.sum" >&2
@@ -19,10 +19,18 @@ for mod in . hack/tools; do
 			exit 1
 		fi) || fail=1
 done
-missing=$(for f in $(git ls-files '*.go'); do head -3 "$f" | grep -q 'Copyright .* The Teardown Authors' || echo "$f"; done)
+missing=$(for f in $(git ls-files '*.go'); do head -5 "$f" | grep -q 'Copyright .* The Teardown Authors' || echo "$f"; done)
 if [[ -n "$missing" ]]; then
 	echo "missing the hack/boilerplate.go.txt header:" >&2
 	echo "$missing" >&2
+	fail=1
+fi
+# Generated files must be what the generators make of the tree.
+make -s generate manifests
+generated=(api config/crd config/rbac)
+if ! git diff --exit-code --stat -- "${generated[@]}" || [[ -n "$(git ls-files --others --exclude-standard -- "${generated[@]}")" ]]; then
+	echo "generated files are stale: run make generate manifests and commit the result" >&2
+	git ls-files --others --exclude-standard -- "${generated[@]}" >&2
 	fail=1
 fi
 exit $fail

@@ -1,0 +1,51 @@
+/*
+Copyright 2026 The Teardown Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package v1alpha1
+
+// ReadyCondition is the condition type that says whether a policy is in
+// force: True when the controller watches every target and can act on it.
+const ReadyCondition = "Ready"
+
+// Reasons of the Ready condition.
+const (
+	// ServingReason (Ready=True): every target is watched and guarded.
+	ServingReason = "Serving"
+	// UnknownKindReason (Ready=False): a target's or step's apiVersion and
+	// kind are not served by the API server.
+	UnknownKindReason = "UnknownKind"
+	// ClusterScopedKindReason (Ready=False): a TeardownPolicy targets a
+	// cluster-scoped kind, which only a ClusterTeardownPolicy can guard.
+	ClusterScopedKindReason = "ClusterScopedKind"
+	// ForbiddenReason (Ready=False): the controller's RBAC does not allow
+	// what the policy needs (watching or patching a target kind, deleting or
+	// listing a step's resources, creating a Job).
+	ForbiddenReason = "Forbidden"
+	// InvalidSelectorReason (Ready=False): a label selector does not parse.
+	InvalidSelectorReason = "InvalidSelector"
+	// InvalidConditionReason (Ready=False): a wait step's CEL condition does
+	// not compile or does not return a bool.
+	InvalidConditionReason = "InvalidCondition"
+	// InvalidJobTemplateReason (Ready=False): the API server refuses a job
+	// step's Job (checked with a server-side dry run).
+	InvalidJobTemplateReason = "InvalidJobTemplate"
+	// FinalizerConflictReason (Ready=False): another policy already uses
+	// the same finalizer key for overlapping targets.
+	FinalizerConflictReason = "FinalizerConflict"
+	// ReleasingReason (Ready=False): the policy is being deleted and is
+	// removing its finalizer from the objects it guarded.
+	ReleasingReason = "Releasing"
+)
+
+// Reasons of status.blockedObjects and status.recentFailures entries.
+const (
+	// StepFailedReason: the step failed (webhook answer, failed Job, API
+	// error).
+	StepFailedReason = "StepFailed"
+	// StepTimedOutReason: the step's timeout passed.
+	StepTimedOutReason = "StepTimedOut"
+	// DeadlineExceededReason: the policy's deadline passed.
+	DeadlineExceededReason = "DeadlineExceeded"
+)

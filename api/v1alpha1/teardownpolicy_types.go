@@ -1,0 +1,580 @@
+/*
+Copyright 2026 The Teardown Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package v1alpha1
+
+import (
+	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TeardownPolicy guards objects of its own namespace with a finalizer and,
+// when one of them is deleted, runs ordered cleanup steps before releasing
+// it. Its targets, Jobs and the resources its steps touch stay in its
+// namespace.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Namespaced,shortName=tdp,categories=teardown
+// +kubebuilder:printcolumn:name="Finalizer",type=string,JSONPath=`.status.finalizer`
+// +kubebuilder:printcolumn:name="Attach",type=string,JSONPath=`.spec.attach`
+// +kubebuilder:printcolumn:name="Guarded",type=integer,JSONPath=`.status.guarded`
+// +kubebuilder:printcolumn:name="Terminating",type=integer,JSONPath=`.status.terminating`
+// +kubebuilder:printcolumn:name="Blocked",type=integer,JSONPath=`.status.blocked`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="!has(self.spec) || has(self.spec.finalizer) || size(self.metadata.name) <= 63",message="a policy without spec.finalizer needs a name of at most 63 characters, because its finalizer key is derived from the name",fieldPath=".spec"
+type TeardownPolicy struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// metadata is the standard object metadata.
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitzero"`
+
+	// spec says which objects of this namespace to guard and how to tear
+	// them down.
+	// +required
+	// +kubebuilder:validation:XValidation:rule="!has(self.targets) || self.targets.all(t, !has(t.namespaceSelector))",message="namespaceSelector is only allowed on a ClusterTeardownPolicy: a TeardownPolicy only guards objects of its own namespace"
+	// +kubebuilder:validation:XValidation:rule="!has(self.steps) || self.steps.all(s, !has(s.job) || !has(s.job.__namespace__))",message="job.namespace is only allowed on a ClusterTeardownPolicy: a TeardownPolicy runs its Jobs in its own namespace"
+	Spec TeardownPolicySpec `json:"spec"`
+
+	// status is what the controller observed and did; it writes it, users
+	// read it.
+	// +optional
+	Status TeardownPolicyStatus `json:"status,omitzero"`
+}
+
+// TeardownPolicyList is a list of TeardownPolicy.
+//
+// +kubebuilder:object:root=true
+type TeardownPolicyList struct {
+	metav1.TypeMeta `json:",inline"`
+	// metadata is the standard list metadata.
+	// +optional
+	metav1.ListMeta `json:"metadata,omitzero"`
+	// items are the policies.
+	Items []TeardownPolicy `json:"items"`
+}
+
+// TeardownPolicySpec is the desired behaviour of a TeardownPolicy or a
+// ClusterTeardownPolicy: which objects to guard and how to tear them down.
+type TeardownPolicySpec struct {
+	// finalizer is the key this policy puts in metadata.finalizers of the
+	// objects it guards. It must be domain-qualified: a DNS subdomain that
+	// contains a dot, a slash, then a name of at most 63 letters, digits,
+	// '-', '_' or '.', such as example.com/cleanup or my.custom/finalizer.
+	// Keys under kubernetes.io and k8s.io belong to Kubernetes and are
+	// refused.
+	//
+	// When unset the controller derives the key from the policy's name:
+	// teardown.dev/<name> for a ClusterTeardownPolicy and
+	// <namespace>.teardown.dev/<name> for a TeardownPolicy, so that policies
+	// with the same name in different namespaces never share a key. The key
+	// in effect is shown in status.finalizer.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=317
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)+/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$')",message="finalizer must be a domain-qualified key such as example.com/cleanup: a lowercase DNS name containing a dot, a slash, then a name"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[^/]*/[^/]*$') || self.matches('^[^/]{1,253}/[^/]{1,63}$')",message="finalizer may have at most 253 characters before the slash and 63 after it"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([^/]*[.])?(kubernetes[.]io|k8s[.]io)/')",message="finalizer keys under kubernetes.io and k8s.io belong to Kubernetes: use a domain of your own"
+	Finalizer string `json:"finalizer,omitempty"`
+
+	// attach says how objects come to carry the finalizer. Automatic (the
+	// default): the controller adds it to every object that matches a
+	// target. Declared: the controller only acts on matching objects that
+	// already carry it, for example because their manifest lists it.
+	// +optional
+	// +kubebuilder:default=Automatic
+	Attach AttachMode `json:"attach,omitempty"`
+
+	// targets are the objects this policy guards: every object of one of
+	// these kinds whose labels match the target's selector.
+	// +required
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	Targets []Target `json:"targets"`
+
+	// steps run in order when a guarded object is deleted; the finalizer is
+	// removed once the last one has succeeded. Each step must be idempotent:
+	// the controller may run a step again after a restart. With no steps the
+	// policy only delays deletion until the controller has seen it.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:XValidation:rule="self.all(s, self.exists_one(t, t.name == s.name))",message="step names must be unique within a policy"
+	Steps []Step `json:"steps,omitempty"`
+
+	// deadline bounds the whole teardown of one object, counted from its
+	// deletionTimestamp, such as 30m or 2h. When it passes, onDeadline
+	// applies. Unset means no deadline.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) > duration('0s')",message="deadline must be a positive duration such as 90s, 30m or 1h30m"
+	Deadline *metav1.Duration `json:"deadline,omitempty"`
+
+	// onDeadline says what happens when the deadline passes. Block (the
+	// default): keep the finalizer, so the object stays Terminating, and
+	// report it as blocked. Release: remove the finalizer without running the
+	// remaining steps, with a Warning event and a record of what was skipped
+	// in status.recentFailures.
+	// +optional
+	// +kubebuilder:default=Block
+	OnDeadline DeadlineAction `json:"onDeadline,omitempty"`
+}
+
+// AttachMode says how objects come to carry a policy's finalizer.
+//
+// +kubebuilder:validation:Enum=Automatic;Declared
+type AttachMode string
+
+const (
+	// AttachAutomatic adds the finalizer to every object that matches.
+	AttachAutomatic AttachMode = "Automatic"
+	// AttachDeclared only acts on objects that already carry the finalizer.
+	AttachDeclared AttachMode = "Declared"
+)
+
+// DeadlineAction says what happens when a teardown outlives its deadline.
+//
+// +kubebuilder:validation:Enum=Block;Release
+type DeadlineAction string
+
+const (
+	// DeadlineBlock keeps the finalizer and reports the object as blocked.
+	DeadlineBlock DeadlineAction = "Block"
+	// DeadlineRelease removes the finalizer and records the skipped steps.
+	DeadlineRelease DeadlineAction = "Release"
+)
+
+// Target selects objects a policy guards.
+type Target struct {
+	// apiVersion is the group and version of the kind, such as apps/v1, or v1
+	// for the core group.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=317
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	APIVersion string `json:"apiVersion"`
+
+	// kind is the kind of the objects, such as Service or Deployment.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[A-Za-z][A-Za-z0-9]*$`
+	Kind string `json:"kind"`
+
+	// selector selects the objects of this kind by label. It is required so
+	// that guarding every object is a visible choice: write selector: {} for
+	// that.
+	// +required
+	Selector *metav1.LabelSelector `json:"selector"`
+
+	// namespaceSelector, only on a ClusterTeardownPolicy, limits the target
+	// to objects in namespaces whose labels match; such a target matches no
+	// cluster-scoped object. Unset means every namespace, and cluster-scoped
+	// objects too.
+	// +optional
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+}
+
+// Step is one cleanup action of a teardown. Exactly one of webhook, job,
+// delete and wait is set.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.webhook) || has(self.job) || has(self.delete) || has(self.wait)",message="a step needs an action: set one of webhook, job, delete or wait"
+// +kubebuilder:validation:XValidation:rule="[has(self.webhook), has(self.job), has(self.delete), has(self.wait)].filter(x, x).size() <= 1",message="a step has exactly one action: split webhook, job, delete and wait into separate steps"
+type Step struct {
+	// name identifies the step in status, events and the target's progress
+	// annotation. It is a DNS label: lowercase letters, digits and '-', at
+	// most 63 characters, unique within the policy.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// webhook calls an HTTP endpoint with the object being torn down.
+	// +optional
+	Webhook *WebhookAction `json:"webhook,omitempty"`
+
+	// job runs a Job and waits for it to succeed.
+	// +optional
+	Job *JobAction `json:"job,omitempty"`
+
+	// delete deletes other objects and waits until they are gone.
+	// +optional
+	Delete *DeleteAction `json:"delete,omitempty"`
+
+	// wait waits until a CEL condition over a set of objects holds.
+	// +optional
+	Wait *WaitAction `json:"wait,omitempty"`
+
+	// timeout bounds the step, counted from its first attempt, such as 5m.
+	// When it passes the step has failed and onFailure applies. Unset means
+	// the step has no limit of its own; the policy's deadline still applies.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) > duration('0s')",message="timeout must be a positive duration such as 30s, 5m or 1h"
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+
+	// onFailure says what happens when the step fails: the webhook answers
+	// failure, the Job fails, or the step's timeout passes. Retry (the
+	// default): run the step again with backoff; the object stays until it
+	// succeeds or the deadline passes. Continue: record the failure and go on
+	// with the next step. Release: record the failure and remove the
+	// finalizer without running the remaining steps.
+	// +optional
+	// +kubebuilder:default=Retry
+	OnFailure FailureAction `json:"onFailure,omitempty"`
+}
+
+// FailureAction says what happens when a step fails.
+//
+// +kubebuilder:validation:Enum=Retry;Continue;Release
+type FailureAction string
+
+const (
+	// FailureRetry runs the step again with backoff.
+	FailureRetry FailureAction = "Retry"
+	// FailureContinue records the failure and goes on with the next step.
+	FailureContinue FailureAction = "Continue"
+	// FailureRelease records the failure and removes the finalizer.
+	FailureRelease FailureAction = "Release"
+)
+
+// WebhookAction calls an HTTP endpoint. The controller POSTs the object being
+// torn down and its context; the answer says done, in progress (call again
+// after N seconds) or failed, with a message. A 429 answer's Retry-After is
+// honoured. Exactly one of url and service is set.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.url) != has(self.service)",message="a webhook needs exactly one of url or service"
+type WebhookAction struct {
+	// url is the absolute http:// or https:// URL to POST to, such as
+	// https://dns-cleaner.shop.svc/cleanup.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getScheme() in ['http', 'https'] && url(self).getHostname() != ''",message="url must be an absolute http:// or https:// URL, such as https://cleaner.example.svc/cleanup"
+	URL *string `json:"url,omitempty"`
+
+	// service is an in-cluster Service to call over HTTPS, as
+	// https://<name>.<namespace>.svc:<port><path>.
+	// +optional
+	Service *ServiceReference `json:"service,omitempty"`
+
+	// caBundle is a PEM bundle of the CAs that sign the endpoint's serving
+	// certificate, base64-encoded in YAML. Unset means the system trust
+	// roots.
+	// +optional
+	// +kubebuilder:validation:MaxLength=65536
+	CABundle []byte `json:"caBundle,omitempty"`
+
+	// timeout bounds one call, such as 10s (the default). It must be
+	// positive and at most 5m; a longer cleanup answers "in progress" and is
+	// called again.
+	// +optional
+	// +kubebuilder:default="10s"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) > duration('0s') && duration(self) <= duration('5m')",message="webhook timeout must be a positive duration of at most 5m, such as 10s"
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+}
+
+// ServiceReference names a port of an in-cluster Service.
+type ServiceReference struct {
+	// namespace is the namespace of the Service.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Namespace string `json:"namespace"`
+
+	// name is the name of the Service.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// port is the Service port to call; 443 by default.
+	// +optional
+	// +kubebuilder:default=443
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	Port *int32 `json:"port,omitempty"`
+
+	// path is the URL path to POST to, such as /cleanup; / by default.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:XValidation:rule="self.startsWith('/')",message="path must start with /"
+	Path *string `json:"path,omitempty"`
+}
+
+// JobAction runs a Job and waits for it to succeed; a failed Job is a failed
+// step.
+type JobAction struct {
+	// template is the Job to create for each object torn down.
+	// +required
+	Template JobTemplate `json:"template"`
+
+	// namespace is where the Job runs. It is required on a
+	// ClusterTeardownPolicy and not allowed on a TeardownPolicy, whose Jobs
+	// run in its own namespace. A Terminating namespace refuses new objects,
+	// Jobs included: to clean up before a namespace goes, run the Job in
+	// another namespace from a ClusterTeardownPolicy.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// JobTemplate describes a Job, as a batch/v1 JobTemplateSpec does.
+type JobTemplate struct {
+	// metadata holds labels and annotations for the Job.
+	// +optional
+	Metadata JobTemplateMetadata `json:"metadata,omitzero"`
+
+	// spec is a batch/v1 JobSpec. It is stored as given and checked by the
+	// API server when the controller creates the Job (a bad spec makes the
+	// policy not Ready), which keeps this CRD small.
+	// +required
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	Spec batchv1.JobSpec `json:"spec"`
+}
+
+// JobTemplateMetadata is the metadata a Job created from a template gets.
+type JobTemplateMetadata struct {
+	// labels are added to the Job.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	Labels map[string]string `json:"labels,omitempty"`
+
+	// annotations are added to the Job.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// DeleteAction deletes objects and waits until every one is gone (a GET
+// answers 404), so the step also waits for their own finalizers.
+type DeleteAction struct {
+	// resources select the objects to delete. Namespaced kinds are looked up
+	// in the namespace of the object being torn down, or in every namespace
+	// when that object is cluster-scoped; cluster-scoped kinds cluster-wide.
+	// Every selector must be non-empty, so that a step never deletes every
+	// object of a kind by accident.
+	// +required
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:XValidation:rule="self.all(r, (has(r.selector.matchLabels) && size(r.selector.matchLabels) > 0) || (has(r.selector.matchExpressions) && size(r.selector.matchExpressions) > 0))",message="every resource of a delete step needs a non-empty selector: an empty one would delete every object of that kind"
+	Resources []ResourceSelector `json:"resources"`
+
+	// propagationPolicy is passed to each DELETE: Foreground (the default;
+	// the object goes once its dependents are gone), Background (the object
+	// goes first, the garbage collector removes dependents afterwards) or
+	// Orphan (dependents are kept).
+	// +optional
+	// +kubebuilder:default=Foreground
+	// +kubebuilder:validation:Enum=Foreground;Background;Orphan
+	PropagationPolicy metav1.DeletionPropagation `json:"propagationPolicy,omitempty"`
+}
+
+// WaitAction waits until a CEL condition over a set of objects holds.
+type WaitAction struct {
+	// resources select the objects the condition looks at, in the same
+	// namespace as for a delete step. selector: {} selects every object of
+	// the kind.
+	// +required
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	Resources []ResourceSelector `json:"resources"`
+
+	// condition is a CEL expression that must evaluate to true for the step
+	// to succeed. The variable objects is the list of every object the
+	// resources select, such as size(objects) == 0 (the default) or
+	// objects.all(o, o.status.phase == 'Released'). The controller compiles
+	// it and reports a bad expression as the policy condition Ready=False,
+	// reason InvalidCondition.
+	// +optional
+	// +kubebuilder:default="size(objects) == 0"
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	Condition string `json:"condition,omitempty"`
+}
+
+// ResourceSelector selects objects of one kind by label.
+type ResourceSelector struct {
+	// apiVersion is the group and version of the kind, such as apps/v1, or v1
+	// for the core group.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=317
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	APIVersion string `json:"apiVersion"`
+
+	// kind is the kind of the objects, such as Pod or DaemonSet.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[A-Za-z][A-Za-z0-9]*$`
+	Kind string `json:"kind"`
+
+	// selector selects the objects by label.
+	// +required
+	Selector *metav1.LabelSelector `json:"selector"`
+}
+
+// TeardownPolicyStatus is what the controller observed and did for a policy.
+type TeardownPolicyStatus struct {
+	// observedGeneration is the metadata.generation this status describes.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions are the policy's conditions. Ready is True (reason Serving)
+	// when every target kind is known, allowed by RBAC and watched, and
+	// False with a reason from conditions.go otherwise.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=16
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// finalizer is the finalizer key in effect: spec.finalizer, or the one
+	// derived from the policy's name.
+	// +optional
+	// +kubebuilder:validation:MaxLength=317
+	Finalizer string `json:"finalizer,omitempty"`
+
+	// guarded is how many objects carry the finalizer.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Guarded int32 `json:"guarded"`
+
+	// terminating is how many guarded objects are being deleted and torn
+	// down.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Terminating int32 `json:"terminating"`
+
+	// blocked is how many terminating objects cannot progress: a step keeps
+	// failing, or the deadline passed with onDeadline: Block.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Blocked int32 `json:"blocked"`
+
+	// released is how many objects the policy has released (removed its
+	// finalizer from) since the policy was created, as counted by the
+	// controller; the metrics have the exact history.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Released int32 `json:"released"`
+
+	// blockedObjects lists blocked objects, oldest first, at most 20 of them:
+	// what each waits on and since when.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=20
+	BlockedObjects []BlockedObject `json:"blockedObjects,omitempty"`
+
+	// recentFailures lists the latest step failures and releases by
+	// deadline, newest first, at most 20 of them.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=20
+	RecentFailures []StepFailure `json:"recentFailures,omitempty"`
+}
+
+// ObjectReference identifies an object in the cluster.
+type ObjectReference struct {
+	// apiVersion is the group and version of the object's kind.
+	// +required
+	// +kubebuilder:validation:MaxLength=317
+	APIVersion string `json:"apiVersion"`
+
+	// kind is the object's kind.
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	Kind string `json:"kind"`
+
+	// namespace is the object's namespace; empty for a cluster-scoped
+	// object.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace,omitempty"`
+
+	// name is the object's name.
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// BlockedObject is a terminating object whose teardown cannot progress.
+type BlockedObject struct {
+	// object is the blocked object.
+	// +required
+	Object ObjectReference `json:"object"`
+
+	// step is the name of the step it is blocked on; empty when it is held
+	// by an expired deadline with onDeadline: Block.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Step string `json:"step,omitempty"`
+
+	// reason is a CamelCase word for why, such as StepFailed,
+	// StepTimedOut or DeadlineExceeded.
+	// +required
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`
+	Reason string `json:"reason"`
+
+	// message says what is wrong, for a person.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
+
+	// since is when the object became blocked.
+	// +required
+	Since metav1.Time `json:"since"`
+}
+
+// StepFailure records one failed step, or a release by deadline.
+type StepFailure struct {
+	// object is the object being torn down.
+	// +required
+	Object ObjectReference `json:"object"`
+
+	// step is the name of the step that failed; empty for a release by
+	// deadline.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Step string `json:"step,omitempty"`
+
+	// reason is a CamelCase word for what happened, such as StepFailed,
+	// StepTimedOut or DeadlineExceeded.
+	// +required
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`
+	Reason string `json:"reason"`
+
+	// message says what failed and what the controller did about it (for a
+	// release, which steps were skipped), for a person.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
+
+	// time is when it happened.
+	// +required
+	Time metav1.Time `json:"time"`
+}
