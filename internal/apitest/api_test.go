@@ -422,3 +422,39 @@ func getTable(t *testing.T, path string) *metav1.Table {
 	}
 	return table
 }
+
+// TestDocsExamplesAreAccepted creates every complete policy shown in
+// docs/api.md (the YAML blocks that start with apiVersion: teardown.dev/...),
+// so that the documentation cannot drift from what the API server accepts.
+func TestDocsExamplesAreAccepted(t *testing.T) {
+	c := newClient(t)
+	data, err := os.ReadFile(filepath.Join(root, "docs", "api.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var examples []string
+	for _, block := range strings.Split(string(data), "```yaml\n")[1:] {
+		block, _, _ = strings.Cut(block, "```")
+		if strings.HasPrefix(block, "apiVersion: teardown.dev/") {
+			examples = append(examples, block)
+		}
+	}
+	if len(examples) == 0 {
+		t.Fatal("no complete policy found in docs/api.md")
+	}
+	for i, example := range examples {
+		obj := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(example), &obj.Object); err != nil {
+			t.Fatalf("example %d does not parse: %v\n%s", i, err, example)
+		}
+		if ns := obj.GetNamespace(); ns != "" {
+			if err := c.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
+				t.Fatal(err)
+			}
+		}
+		obj.SetName(fmt.Sprintf("docs-example-%d", i))
+		if err := c.Create(t.Context(), obj); err != nil {
+			t.Errorf("the API server refused example %d of docs/api.md: %v\n%s", i, err, example)
+		}
+	}
+}
