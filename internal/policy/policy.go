@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/pkg/finalizer"
 )
 
 // Kind names which of the two policy kinds a policy is.
@@ -69,6 +70,8 @@ type Policy struct {
 	Deadline   time.Duration
 	OnDeadline teardownv1alpha1.DeadlineAction
 	Deleting   bool
+	// Fin runs the policy's finalizer; set by the policy controller.
+	Fin *finalizer.Finalizers
 }
 
 // DefaultKey is the finalizer key of a policy that does not name one:

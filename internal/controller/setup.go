@@ -1,0 +1,76 @@
+/*
+Copyright 2026 The Teardown Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+// Package controller wires the teardown-controller's reconcilers into a
+// manager.
+package controller
+
+import (
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/controller/target"
+	"github.com/teardown-dev/teardown/internal/controller/teardownpolicy"
+	"github.com/teardown-dev/teardown/internal/policy"
+	"github.com/teardown-dev/teardown/internal/steps"
+)
+
+// Name is the controller's name in Events, leases and logs.
+const Name = "teardown-controller"
+
+// Options tune the controller.
+type Options struct {
+	// TargetWorkers is how many target objects are reconciled at once.
+	TargetWorkers int
+	// AttemptTimeout bounds one run of a policy's steps for one object.
+	AttemptTimeout time.Duration
+	// StatusInterval is how often policy status counts are refreshed.
+	StatusInterval time.Duration
+}
+
+// DefaultOptions are the flags' defaults.
+func DefaultOptions() Options {
+	return Options{TargetWorkers: 16, AttemptTimeout: 2 * time.Minute, StatusInterval: 15 * time.Second}
+}
+
+// NewScheme returns the types the controller reads: Kubernetes' own and the
+// policies.
+func NewScheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := teardownv1alpha1.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Setup adds the policy and target controllers to mgr.
+func Setup(mgr ctrl.Manager, opts Options) error {
+	recorder := mgr.GetEventRecorder(Name)
+	index := policy.NewIndex()
+	targets := &target.Reconciler{Client: mgr.GetClient(), Index: index, Recorder: recorder, Released: &target.Counters{}}
+	if err := targets.SetupWithManager(mgr, opts.TargetWorkers); err != nil {
+		return err
+	}
+	runner := &steps.Runner{
+		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Mapper: mgr.GetRESTMapper(),
+		HTTP: steps.NewHTTPClients(), Now: time.Now,
+	}
+	policies := &teardownpolicy.Reconciler{
+		Manager: mgr, Index: index, Targets: targets, Runner: runner, Recorder: recorder,
+		AttemptTimeout: opts.AttemptTimeout, StatusInterval: opts.StatusInterval,
+	}
+	if err := policies.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the policy controllers: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,332 @@
+/*
+Copyright 2026 The Teardown Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+// Package teardownpolicy reconciles TeardownPolicy and ClusterTeardownPolicy:
+// it validates each policy against the cluster, puts it in force (watches
+// its target kinds, runs its finalizer through the target controller),
+// reports its status, and when it is deleted releases every object it
+// guarded.
+package teardownpolicy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/controller/target"
+	"github.com/teardown-dev/teardown/internal/policy"
+	"github.com/teardown-dev/teardown/internal/steps"
+	"github.com/teardown-dev/teardown/pkg/finalizer"
+)
+
+// PolicyFinalizer is on every policy, so that deleting one first releases
+// the objects it guards: uninstalling never leaves objects stuck.
+const PolicyFinalizer = "teardown.dev/release-guarded-objects"
+
+// ReasonReleasedGuardedObjects is the Event reason on a deleted policy.
+const ReasonReleasedGuardedObjects = "ReleasedGuardedObjects"
+
+// Reconciler reconciles both policy kinds.
+type Reconciler struct {
+	Manager  manager.Manager
+	Index    *policy.Index
+	Targets  *target.Reconciler
+	Runner   *steps.Runner
+	Recorder events.EventRecorder
+	// AttemptTimeout bounds one run of a policy's steps.
+	AttemptTimeout time.Duration
+	// StatusInterval is how often a policy's counts are refreshed.
+	StatusInterval time.Duration
+
+	client  client.Client
+	reader  client.Reader
+	protect *finalizer.Finalizers
+}
+
+// +kubebuilder:rbac:groups=teardown.dev,resources=teardownpolicies;clusterteardownpolicies,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=teardown.dev,resources=teardownpolicies/status;clusterteardownpolicies/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+
+// SetupWithManager registers the two policy controllers.
+func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
+	r.client, r.reader = mgr.GetClient(), mgr.GetAPIReader()
+	r.protect = finalizer.New(finalizer.ForClient(r.client, r.reader), finalizer.WithEventRecorder(r.Recorder))
+	if err := r.protect.Register(PolicyFinalizer, finalizer.HandlerFunc(r.releaseGuarded)); err != nil {
+		return err
+	}
+	for _, kind := range []struct {
+		name string
+		obj  func() client.Object
+	}{
+		{"teardownpolicy", func() client.Object { return &teardownv1alpha1.TeardownPolicy{} }},
+		{"clusterteardownpolicy", func() client.Object { return &teardownv1alpha1.ClusterTeardownPolicy{} }},
+	} {
+		err := ctrl.NewControllerManagedBy(mgr).Named(kind.name).For(kind.obj()).
+			Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+				return r.reconcile(ctx, kind.obj(), req)
+			}))
+		if err != nil {
+			return fmt.Errorf("creating the %s controller: %w", kind.name, err)
+		}
+	}
+	return nil
+}
+
+func refOf(obj client.Object) policy.Ref {
+	if _, ok := obj.(*teardownv1alpha1.ClusterTeardownPolicy); ok {
+		return policy.Ref{Kind: policy.KindCluster, Name: obj.GetName()}
+	}
+	return policy.Ref{Kind: policy.KindNamespaced, Namespace: obj.GetNamespace(), Name: obj.GetName()}
+}
+
+func statusOf(obj client.Object) *teardownv1alpha1.TeardownPolicyStatus {
+	switch p := obj.(type) {
+	case *teardownv1alpha1.TeardownPolicy:
+		return &p.Status
+	case *teardownv1alpha1.ClusterTeardownPolicy:
+		return &p.Status
+	}
+	panic(fmt.Sprintf("not a policy: %T", obj))
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, obj client.Object, req reconcile.Request) (reconcile.Result, error) {
+	if err := r.client.Get(ctx, req.NamespacedName, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			obj.SetName(req.Name)
+			obj.SetNamespace(req.Namespace)
+			r.Index.Delete(refOf(obj))
+		}
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	ref := refOf(obj)
+	pol, polErr := policy.FromObject(obj)
+
+	if obj.GetDeletionTimestamp() != nil {
+		// Stop attaching before releasing, or the target controller would
+		// put back what we remove.
+		if current, ok := r.Index.Get(ref); ok {
+			releasing := *current
+			releasing.Deleting = true
+			r.Index.Set(&releasing)
+		} else if polErr == nil {
+			pol.Deleting = true
+			r.Index.Set(pol)
+		}
+		out, err := r.protect.Reconcile(ctx, obj)
+		if len(out.Removed) > 0 {
+			r.Index.Delete(ref)
+		}
+		return out.Result(), err
+	}
+
+	out, err := r.protect.Reconcile(ctx, obj)
+	if err != nil || !out.Proceed {
+		return out.Result(), err
+	}
+
+	base := obj.DeepCopyObject().(client.Object)
+	status := statusOf(obj)
+	ready := r.serve(ctx, obj, pol, polErr)
+	ready.ObservedGeneration = obj.GetGeneration()
+	meta.SetStatusCondition(&status.Conditions, ready)
+	status.ObservedGeneration = obj.GetGeneration()
+	if pol != nil {
+		status.Finalizer = pol.Key
+	}
+	if served, ok := r.Index.Get(ref); ok && served.Fin != nil {
+		if err := r.count(ctx, served, status); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	if err := r.client.Status().Patch(ctx, obj, client.MergeFrom(base)); err != nil {
+		return reconcile.Result{}, fmt.Errorf("updating the status: %w", err)
+	}
+	return reconcile.Result{RequeueAfter: r.StatusInterval}, nil
+}
+
+// serve checks the policy against the cluster and, when it can be served,
+// puts it in force. It returns the Ready condition. A policy that cannot be
+// served leaves any earlier version of itself in force, so objects that
+// version guards are still cleaned up rather than stuck.
+func (r *Reconciler) serve(ctx context.Context, obj client.Object, pol *policy.Policy, polErr error) metav1.Condition {
+	notReady := func(reason, format string, args ...any) metav1.Condition {
+		return metav1.Condition{Type: teardownv1alpha1.ReadyCondition, Status: metav1.ConditionFalse, Reason: reason, Message: fmt.Sprintf(format, args...)}
+	}
+	var fieldErr *policy.FieldError
+	if errors.As(polErr, &fieldErr) {
+		return notReady(fieldErr.Reason, "%s", fieldErr.Error())
+	} else if polErr != nil {
+		return notReady(teardownv1alpha1.InvalidSelectorReason, "%s", polErr.Error())
+	}
+	if err := finalizer.ValidateName(pol.Key); err != nil {
+		return notReady(teardownv1alpha1.FinalizerConflictReason, "%s", err.Error())
+	}
+	for i, t := range pol.Targets {
+		mapping, err := r.Manager.GetRESTMapper().RESTMapping(t.GVK.GroupKind(), t.GVK.Version)
+		if err != nil {
+			return notReady(teardownv1alpha1.UnknownKindReason, "spec.targets[%d]: %s is not served by the API server: %s", i, t.GVK, err)
+		}
+		clusterScoped := mapping.Scope.Name() == meta.RESTScopeNameRoot
+		if clusterScoped && pol.Ref.Kind == policy.KindNamespaced {
+			return notReady(teardownv1alpha1.ClusterScopedKindReason, "spec.targets[%d]: %s is cluster-scoped; only a ClusterTeardownPolicy can guard it", i, t.GVK.Kind)
+		}
+		if err := r.canList(ctx, t.GVK, pol.Ref.Namespace); err != nil {
+			return notReady(teardownv1alpha1.ForbiddenReason, "spec.targets[%d]: the controller cannot list %s: %s", i, t.GVK.Kind, err)
+		}
+	}
+	for i, s := range pol.Steps {
+		var resources []teardownv1alpha1.ResourceSelector
+		if s.Delete != nil {
+			resources = s.Delete.Resources
+		}
+		if s.Wait != nil {
+			resources = s.Wait.Resources
+		}
+		for _, res := range resources {
+			gv, err := schema.ParseGroupVersion(res.APIVersion)
+			if err == nil {
+				_, err = r.Manager.GetRESTMapper().RESTMapping(gv.WithKind(res.Kind).GroupKind(), gv.Version)
+			}
+			if err != nil {
+				return notReady(teardownv1alpha1.UnknownKindReason, "spec.steps[%d] (%s): %s %s is not served by the API server: %s", i, s.Name, res.APIVersion, res.Kind, err)
+			}
+		}
+	}
+	if other, ok := r.Index.KeyOwner(pol); ok {
+		return notReady(teardownv1alpha1.FinalizerConflictReason, "%s already uses finalizer %s for the same kinds", other.Ref, pol.Key)
+	}
+
+	current, ok := r.Index.Get(pol.Ref)
+	changed := !ok || current.UID != pol.UID || current.Generation != pol.Generation || current.Fin == nil
+	if !changed {
+		return r.servingCondition(pol)
+	}
+	fin, err := r.finalizersFor(pol)
+	if err != nil {
+		return notReady(teardownv1alpha1.FinalizerConflictReason, "%s", err.Error())
+	}
+	pol.Fin = fin
+	r.Index.Set(pol)
+	for _, t := range pol.Targets {
+		if err := r.Targets.Watch(r.Manager, t.GVK); err != nil {
+			return notReady(teardownv1alpha1.ForbiddenReason, "%s", err.Error())
+		}
+	}
+	// Existing objects, and the ones an earlier version guarded, get the
+	// new version applied (attached, or released if they no longer match).
+	kinds := map[schema.GroupVersionKind]bool{}
+	for _, p := range []*policy.Policy{current, pol} {
+		if p == nil {
+			continue
+		}
+		for _, t := range p.Targets {
+			kinds[t.GVK] = true
+		}
+	}
+	for gvk := range kinds {
+		if err := r.Targets.Resync(ctx, gvk, scope(pol)...); err != nil {
+			return notReady(teardownv1alpha1.ForbiddenReason, "%s", err.Error())
+		}
+	}
+	return r.servingCondition(pol)
+}
+
+func (r *Reconciler) servingCondition(pol *policy.Policy) metav1.Condition {
+	return metav1.Condition{
+		Type: teardownv1alpha1.ReadyCondition, Status: metav1.ConditionTrue, Reason: teardownv1alpha1.ServingReason,
+		Message: fmt.Sprintf("guarding %d target kind(s) with finalizer %s (%s)", len(pol.Targets), pol.Key, pol.Attach),
+	}
+}
+
+func scope(pol *policy.Policy) []client.ListOption {
+	if pol.Ref.Namespace == "" {
+		return nil
+	}
+	return []client.ListOption{client.InNamespace(pol.Ref.Namespace)}
+}
+
+// canList probes RBAC with the cheapest list the watch will need.
+func (r *Reconciler) canList(ctx context.Context, gvk schema.GroupVersionKind, ns string) error {
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	opts := []client.ListOption{client.Limit(1)}
+	if ns != "" {
+		opts = append(opts, client.InNamespace(ns))
+	}
+	return r.reader.List(ctx, list, opts...)
+}
+
+// finalizersFor builds the finalizer that runs pol's steps.
+func (r *Reconciler) finalizersFor(pol *policy.Policy) (*finalizer.Finalizers, error) {
+	fin := finalizer.New(finalizer.ForClient(r.client, r.reader), finalizer.WithEventRecorder(r.Recorder))
+	attach := finalizer.AttachAutomatic
+	if pol.Attach == teardownv1alpha1.AttachDeclared {
+		attach = finalizer.AttachDeclared
+	}
+	opts := []finalizer.RegisterOption{finalizer.WithAttach(attach), finalizer.WithAttemptTimeout(r.AttemptTimeout)}
+	if pol.Deadline > 0 {
+		expiry := finalizer.ExpiryBlock
+		if pol.OnDeadline == teardownv1alpha1.DeadlineRelease {
+			expiry = finalizer.ExpiryRelease
+		}
+		opts = append(opts, finalizer.WithDeadline(pol.Deadline, expiry))
+	}
+	run := finalizer.HandlerFunc(func(ctx context.Context, obj client.Object) finalizer.Result {
+		return r.Runner.Run(ctx, pol, steps.Target{GVK: obj.GetObjectKind().GroupVersionKind(), Obj: obj})
+	})
+	if err := fin.Register(pol.Key, run, opts...); err != nil {
+		return nil, err
+	}
+	return fin, nil
+}
+
+// releaseGuarded is the cleanup of a deleted policy: remove its key from
+// every object it guarded. A Declared key is removed only from objects the
+// policy selects; an Automatic one from every object of its kinds in scope.
+func (r *Reconciler) releaseGuarded(ctx context.Context, obj client.Object) finalizer.Result {
+	pol, ok := r.Index.Get(refOf(obj))
+	if !ok {
+		var err error
+		if pol, err = policy.FromObject(obj); err != nil {
+			// Never served, so it guards nothing.
+			return finalizer.Done()
+		}
+	}
+	released := 0
+	for _, t := range pol.Targets {
+		opts := scope(pol)
+		if pol.Attach == teardownv1alpha1.AttachDeclared {
+			opts = append(opts, client.MatchingLabelsSelector{Selector: t.Selector})
+		}
+		report, err := finalizer.Drain(ctx, r.client, t.GVK, pol.Key, opts...)
+		released += len(report.Removed)
+		if err != nil {
+			if meta.IsNoMatchError(err) {
+				continue // the kind is gone, and its objects with it
+			}
+			return finalizer.Retry(fmt.Errorf("releasing %s objects: %w", t.GVK.Kind, err))
+		}
+	}
+	r.Targets.Released.Add(pol.Ref, released)
+	if r.Recorder != nil {
+		r.Recorder.Eventf(obj, nil, "Normal", ReasonReleasedGuardedObjects, "Release",
+			"Policy deleted: removed finalizer %s from %d object(s)", pol.Key, released)
+	}
+	return finalizer.Done()
+}

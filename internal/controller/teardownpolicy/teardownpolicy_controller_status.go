@@ -1,0 +1,106 @@
+/*
+Copyright 2026 The Teardown Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package teardownpolicy
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/policy"
+	"github.com/teardown-dev/teardown/internal/steps"
+	"github.com/teardown-dev/teardown/pkg/finalizer"
+)
+
+// maxBlockedObjects bounds status.blockedObjects, as the CRD does.
+const maxBlockedObjects = 20
+
+// reasonStepInProgress marks a blocked object whose current step is running
+// normally but has not finished.
+const reasonStepInProgress = "StepInProgress"
+
+// count fills the status counts from the metadata-only cache the target
+// controller already keeps: no extra API calls.
+func (r *Reconciler) count(ctx context.Context, pol *policy.Policy, status *teardownv1alpha1.TeardownPolicyStatus) error {
+	status.Guarded, status.Terminating, status.Blocked = 0, 0, 0
+	status.Released = int32(r.Targets.Released.Get(pol.Ref))
+	var blocked []teardownv1alpha1.BlockedObject
+	seen := map[schema.GroupVersionKind]bool{}
+	for _, t := range pol.Targets {
+		if seen[t.GVK] {
+			continue
+		}
+		seen[t.GVK] = true
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(t.GVK.GroupVersion().WithKind(t.GVK.Kind + "List"))
+		if err := r.client.List(ctx, list, scope(pol)...); err != nil {
+			return fmt.Errorf("counting %s: %w", t.GVK.Kind, err)
+		}
+		for i := range list.Items {
+			obj := &list.Items[i]
+			if !slices.Contains(obj.Finalizers, pol.Key) {
+				continue
+			}
+			status.Guarded++
+			if obj.DeletionTimestamp == nil {
+				continue
+			}
+			status.Terminating++
+			if b, ok := blockedOn(pol, t.GVK, obj); ok {
+				status.Blocked++
+				blocked = append(blocked, b)
+			}
+		}
+	}
+	// The longest-blocked first: those are the ones a person looks for.
+	sort.Slice(blocked, func(i, j int) bool { return blocked[i].Since.Before(&blocked[j].Since) })
+	if len(blocked) > maxBlockedObjects {
+		blocked = blocked[:maxBlockedObjects]
+	}
+	status.BlockedObjects = blocked
+	return nil
+}
+
+// blockedOn says what a terminating object's cleanup waits on, from the
+// progress and step records the cleanup keeps on it. An object without a
+// record has not been attempted yet, or finished at its first attempt.
+func blockedOn(pol *policy.Policy, gvk schema.GroupVersionKind, obj *metav1.PartialObjectMetadata) (teardownv1alpha1.BlockedObject, bool) {
+	var progress *finalizer.Progress
+	for _, p := range finalizer.ReadProgress(obj) {
+		if p.Finalizer == pol.Key {
+			progress = &p
+		}
+	}
+	if progress == nil || progress.State == finalizer.StateRelease {
+		return teardownv1alpha1.BlockedObject{}, false
+	}
+	apiVersion, kind := gvk.ToAPIVersionAndKind()
+	b := teardownv1alpha1.BlockedObject{
+		Object:  teardownv1alpha1.ObjectReference{APIVersion: apiVersion, Kind: kind, Namespace: obj.Namespace, Name: obj.Name},
+		Reason:  reasonStepInProgress,
+		Message: progress.Message,
+		Since:   *obj.DeletionTimestamp,
+	}
+	state := steps.ReadState(obj, pol.Key)
+	if state.Step < len(pol.Steps) {
+		b.Step = pol.Steps[state.Step].Name
+		if !state.Since.IsZero() {
+			b.Since = metav1.NewTime(state.Since)
+		}
+	}
+	switch {
+	case progress.DeadlineExceeded:
+		b.Reason = teardownv1alpha1.DeadlineExceededReason
+	case progress.State == finalizer.StateRetry:
+		b.Reason = teardownv1alpha1.StepFailedReason
+	}
+	return b, true
+}
