@@ -57,8 +57,9 @@ type Env struct {
 	// Dir holds the kubeconfig and kube-controller-manager's log.
 	Dir string
 
-	env     *envtest.Environment
-	kcm     *exec.Cmd
+	env        *envtest.Environment
+	beforeStop []func()
+	kcm        *exec.Cmd
 	kcmDone chan error
 	tempDir bool
 }
@@ -196,8 +197,16 @@ func (e *Env) controllerManagerLogTail() string {
 	return string(bytes.Join(lines, []byte("\n")))
 }
 
+// BeforeStop registers fn to run when Stop begins, before the control plane
+// goes: stop clients and managers there, so their open watches do not hold
+// up kube-apiserver's shutdown.
+func (e *Env) BeforeStop(fn func()) { e.beforeStop = append(e.beforeStop, fn) }
+
 // Stop stops everything Start started and removes a temporary work folder.
 func (e *Env) Stop() error {
+	for i := len(e.beforeStop) - 1; i >= 0; i-- {
+		e.beforeStop[i]()
+	}
 	var errs []error
 	if e.kcm != nil && e.kcm.Process != nil {
 		_ = e.kcm.Process.Signal(syscall.SIGTERM)

@@ -205,6 +205,10 @@ func (f *Finalizers) automaticMissing(obj client.Object) []string {
 func (f *Finalizers) finalize(ctx context.Context, obj client.Object) (Outcome, error) {
 	var out Outcome
 	for {
+		if obj.GetDeletionTimestamp() == nil {
+			// A re-read found another object under the same name.
+			return out, nil
+		}
 		e := f.next(obj)
 		if e == nil {
 			if len(out.Removed) == 0 {
@@ -215,12 +219,15 @@ func (f *Finalizers) finalize(ctx context.Context, obj client.Object) (Outcome, 
 		res := f.attempt(ctx, obj, e)
 		switch res.State {
 		case StateDone, StateRelease:
-			if err := f.remove(ctx, obj, e, res); err != nil {
+			removed, err := f.remove(ctx, obj, e, res)
+			if err != nil {
 				return out, err
 			}
-			out.Removed = append(out.Removed, e.name)
-			if res.State == StateRelease {
-				out.Released = append(out.Released, e.name)
+			if removed {
+				out.Removed = append(out.Removed, e.name)
+				if res.State == StateRelease {
+					out.Released = append(out.Released, e.name)
+				}
 			}
 		case StatePending:
 			out.RequeueAfter = f.capToDeadline(obj, e, res.After)
@@ -248,9 +255,14 @@ func (f *Finalizers) attempt(ctx context.Context, obj client.Object, e *entry) R
 	deletedAt := obj.GetDeletionTimestamp().Time
 	key := inProgressKey{finalizer: e.name, uid: obj.GetUID()}
 	prev, _ := readOneProgress(obj, e.name)
+	expired := e.deadline > 0 && f.now().Sub(deletedAt) > e.deadline
+	if wait := prev.waitBeforeNextAttempt(f.now()); wait > 0 && !expired {
+		// Our own progress write woke us before the handler's check-again
+		// time: honour it instead of calling the handler early.
+		return Pending(wait, prev.Message)
+	}
 	n := f.countAttempt(key, prev.Attempts)
 
-	expired := e.deadline > 0 && f.now().Sub(deletedAt) > e.deadline
 	if expired && e.onExpiry == ExpiryRelease {
 		skipped := "cleanup never reported done"
 		if prev.Message != "" {
@@ -271,6 +283,10 @@ func (f *Finalizers) attempt(ctx context.Context, obj client.Object, e *entry) R
 
 	if res.State == StatePending || res.State == StateRetry {
 		p := Progress{Finalizer: e.name, State: res.State, Message: res.Reason, Attempts: n, DeadlineExceeded: expired}
+		if res.State == StatePending && res.After > 0 {
+			next := f.now().Add(res.After).UTC().Truncate(time.Second)
+			p.NextAttempt = &next
+		}
 		if expired && !prev.DeadlineExceeded {
 			deadlinesExceeded.WithLabelValues(e.name, string(ExpiryBlock)).Inc()
 			f.event(obj, corev1.EventTypeWarning, ReasonDeadlineExceeded,
@@ -311,30 +327,33 @@ func (f *Finalizers) call(ctx context.Context, obj client.Object, e *entry) Resu
 	}
 }
 
-// remove takes the finalizer off after Done or Release, recording a release
-// first so the record survives on objects other finalizers still hold.
-func (f *Finalizers) remove(ctx context.Context, obj client.Object, e *entry, res Result) error {
+// remove takes the finalizer off after Done or Release. A release is
+// recorded on the object first, so the record survives on objects other
+// finalizers still hold; it is counted, and announced, only by the call that
+// actually removed the finalizer (a stale copy may ask twice).
+func (f *Finalizers) remove(ctx context.Context, obj client.Object, e *entry, res Result) (bool, error) {
 	log := logf.FromContext(ctx).WithValues("finalizer", e.name, "object", klog.KObj(obj))
 	deletedAt := obj.GetDeletionTimestamp().Time
 	uid := obj.GetUID()
 	if res.State == StateRelease {
-		cause := "handler"
-		if res.byDeadline {
-			cause = "deadline"
-		}
 		prev, _ := readOneProgress(obj, e.name)
-		p := Progress{Finalizer: e.name, State: StateRelease, Message: res.Reason, Attempts: prev.Attempts, DeadlineExceeded: cause == "deadline"}
+		p := Progress{Finalizer: e.name, State: StateRelease, Message: res.Reason, Attempts: prev.Attempts, DeadlineExceeded: res.byDeadline}
 		f.recordProgress(ctx, obj, Progress{}, p)
-		f.event(obj, corev1.EventTypeWarning, ReasonFinalizerReleased, "Released %q without its cleanup: %s", e.name, res.Reason)
-		log.Info("Releasing finalizer without its cleanup", "cause", cause, "reason", res.Reason)
-		releases.WithLabelValues(e.name, cause).Inc()
 	}
-	if err := Remove(ctx, f.client, obj, e.name); err != nil {
-		return err
+	removed, err := remove(ctx, f.client, obj, e.name)
+	if err != nil || !removed {
+		return false, err
 	}
 	outcome := "done"
 	if res.State == StateRelease {
 		outcome = "released"
+		cause := "handler"
+		if res.byDeadline {
+			cause = "deadline"
+		}
+		f.event(obj, corev1.EventTypeWarning, ReasonFinalizerReleased, "Released %q without its cleanup: %s", e.name, res.Reason)
+		log.Info("Released finalizer without its cleanup", "cause", cause, "reason", res.Reason)
+		releases.WithLabelValues(e.name, cause).Inc()
 	}
 	cleanupDuration.WithLabelValues(e.name, outcome).Observe(f.now().Sub(deletedAt).Seconds())
 	inFlight.finish(e.name, uid)
@@ -343,7 +362,7 @@ func (f *Finalizers) remove(ctx context.Context, obj client.Object, e *entry, re
 	delete(f.attempts, inProgressKey{finalizer: e.name, uid: uid})
 	f.mu.Unlock()
 	log.V(2).Info("Removed finalizer", "outcome", outcome)
-	return nil
+	return true, nil
 }
 
 // countAttempt returns this attempt's number. The count lives in memory and

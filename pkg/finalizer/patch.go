@@ -128,8 +128,15 @@ func Add(ctx context.Context, c Client, obj client.Object, names ...string) ([]s
 // already absent, or an object that is gone, is success. obj is refreshed from
 // the server's answer.
 func Remove(ctx context.Context, c Client, obj client.Object, name string) error {
+	_, err := remove(ctx, c, obj, name)
+	return err
+}
+
+// remove is Remove that also says whether this call removed the finalizer,
+// rather than finding it gone.
+func remove(ctx context.Context, c Client, obj client.Object, name string) (bool, error) {
 	if err := checkObject(obj); err != nil {
-		return err
+		return false, err
 	}
 	uid := obj.GetUID()
 	var lastErr error
@@ -137,36 +144,36 @@ func Remove(ctx context.Context, c Client, obj client.Object, name string) error
 		if uid != "" && obj.GetUID() != uid {
 			// The object we were finalizing is gone and another took its
 			// name; its finalizers are not ours to touch.
-			return nil
+			return false, nil
 		}
 		i := slices.Index(obj.GetFinalizers(), name)
 		if i < 0 {
-			return nil
+			return false, nil
 		}
 		data, err := removePatch(obj, i, name)
 		if err != nil {
-			return fmt.Errorf("building patch: %w", err)
+			return false, fmt.Errorf("building patch: %w", err)
 		}
 		err = c.Patch(ctx, obj, types.JSONPatchType, data)
 		switch {
 		case err == nil:
-			return nil
+			return true, nil
 		case apierrors.IsNotFound(err):
 			obj.SetFinalizers(slices.Delete(slices.Clone(obj.GetFinalizers()), i, i+1))
-			return nil
+			return false, nil
 		case !isGuardFailure(err):
-			return fmt.Errorf("removing finalizer %q from %s: %w", name, describe(obj), err)
+			return false, fmt.Errorf("removing finalizer %q from %s: %w", name, describe(obj), err)
 		}
 		patchConflicts.WithLabelValues("remove").Inc()
 		lastErr = err
 		if err := c.Read(ctx, obj); err != nil {
 			if apierrors.IsNotFound(err) {
-				return nil
+				return false, nil
 			}
-			return fmt.Errorf("re-reading %s after a failed guarded patch: %w", describe(obj), err)
+			return false, fmt.Errorf("re-reading %s after a failed guarded patch: %w", describe(obj), err)
 		}
 	}
-	return fmt.Errorf("removing finalizer %q from %s: the finalizer list kept changing after %d attempts: %w", name, describe(obj), maxPatchAttempts, lastErr)
+	return false, fmt.Errorf("removing finalizer %q from %s: the finalizer list kept changing after %d attempts: %w", name, describe(obj), maxPatchAttempts, lastErr)
 }
 
 func missingFrom(have, want []string) []string {

@@ -38,6 +38,17 @@ type Progress struct {
 	Updated time.Time `json:"updated"`
 	// DeadlineExceeded is set once the finalizer's deadline passed.
 	DeadlineExceeded bool `json:"deadlineExceeded,omitempty"`
+	// NextAttempt is when a Pending handler asked to be checked again.
+	NextAttempt *time.Time `json:"nextAttempt,omitempty"`
+}
+
+// waitBeforeNextAttempt is how long until a pending record's next attempt;
+// zero when it is due or the record is not pending.
+func (p Progress) waitBeforeNextAttempt(now time.Time) time.Duration {
+	if p.State != StatePending || p.NextAttempt == nil {
+		return 0
+	}
+	return p.NextAttempt.Sub(now)
 }
 
 // ProgressAnnotation returns the annotation key for finalizer. Its name part

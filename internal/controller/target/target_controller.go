@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -29,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -94,12 +96,24 @@ func (r *Reconciler) Watch(mgr manager.Manager, gvk schema.GroupVersionKind) err
 	src := source.TypedKind(mgr.GetCache(), obj, handler.TypedEnqueueRequestsFromMapFunc(
 		func(_ context.Context, o *metav1.PartialObjectMetadata) []Request {
 			return []Request{{GVK: gvk, NamespacedName: client.ObjectKeyFromObject(o)}}
-		}))
+		}), relevantChange)
 	if err := r.ctrl.Watch(src); err != nil {
 		return fmt.Errorf("watching %s: %w", gvk, err)
 	}
 	r.watched[gvk] = true
 	return nil
+}
+
+// relevantChange passes the updates a policy acts on: labels (matching),
+// finalizers and deletionTimestamp. Annotation-only updates, including the
+// progress records the cleanup writes itself, would only wake reconciles
+// early.
+var relevantChange = predicate.TypedFuncs[*metav1.PartialObjectMetadata]{
+	UpdateFunc: func(e event.TypedUpdateEvent[*metav1.PartialObjectMetadata]) bool {
+		o, n := e.ObjectOld, e.ObjectNew
+		return !maps.Equal(o.Labels, n.Labels) || !slices.Equal(o.Finalizers, n.Finalizers) ||
+			!o.DeletionTimestamp.Equal(n.DeletionTimestamp)
+	},
 }
 
 // Resync queues every cached object of gvk, so a new or changed policy is

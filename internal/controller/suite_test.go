@@ -1,0 +1,271 @@
+/*
+Copyright 2026 The Teardown Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package controller_test
+
+import (
+	"context"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/controller"
+	"github.com/teardown-dev/teardown/internal/steps"
+	"github.com/teardown-dev/teardown/internal/testenv"
+)
+
+// One control plane and one running teardown-controller serve every
+// scenario in this package, as one would in a cluster.
+var (
+	cfg *rest.Config
+	k8s client.Client
+)
+
+func TestMain(m *testing.M) {
+	root, err := testenv.ModuleRoot()
+	if err != nil {
+		panic(err)
+	}
+	opts := testenv.Options{CRDDirectoryPaths: []string{filepath.Join(root, "config", "crd", "bases")}}
+	testenv.Main(m, opts, func(e *testenv.Env) {
+		cfg = e.Config
+		scheme, err := controller.NewScheme()
+		if err != nil {
+			panic(err)
+		}
+		if k8s, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+			panic(err)
+		}
+		mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+			Scheme:                 scheme,
+			Metrics:                metricsserver.Options{BindAddress: "0"},
+			HealthProbeBindAddress: "0",
+		})
+		if err != nil {
+			panic(err)
+		}
+		opts := controller.DefaultOptions()
+		opts.StatusInterval = time.Second
+		if err := controller.Setup(mgr, opts); err != nil {
+			panic(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		stopped := make(chan struct{})
+		go func() {
+			defer close(stopped)
+			if err := mgr.Start(ctx); err != nil {
+				panic(err)
+			}
+		}()
+		e.BeforeStop(func() { cancel(); <-stopped })
+	})
+}
+
+var nsCounter atomic.Int64
+
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	name := fmt.Sprintf("%s-%d", strings.ToLower(t.Name()), nsCounter.Add(1))
+	name = strings.NewReplacer("/", "-", "_", "-").Replace(name)
+	if len(name) > 60 {
+		name = strings.TrimLeft(name[len(name)-60:], "-")
+	}
+	if err := k8s.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+		t.Fatalf("creating namespace: %v", err)
+	}
+	return name
+}
+
+func create(t *testing.T, obj client.Object) {
+	t.Helper()
+	if err := k8s.Create(t.Context(), obj); err != nil {
+		t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
+	}
+}
+
+func del(t *testing.T, obj client.Object, opts ...client.DeleteOption) {
+	t.Helper()
+	if err := k8s.Delete(t.Context(), obj, opts...); err != nil && !apierrors.IsNotFound(err) {
+		t.Fatalf("deleting %T %s: %v", obj, obj.GetName(), err)
+	}
+}
+
+func eventually(t *testing.T, timeout time.Duration, what string, cond func(ctx context.Context) (bool, error)) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
+	defer cancel()
+	if err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, cond); err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+func gone(obj client.Object) func(ctx context.Context) (bool, error) {
+	return func(ctx context.Context) (bool, error) {
+		err := k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj.DeepCopyObject().(client.Object))
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, err
+	}
+}
+
+func hasFinalizer(obj client.Object, key string) func(ctx context.Context) (bool, error) {
+	return func(ctx context.Context) (bool, error) {
+		got := obj.DeepCopyObject().(client.Object)
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(obj), got); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		for _, f := range got.GetFinalizers() {
+			if f == key {
+				return true, nil
+			}
+		}
+		return false, nil
+	}
+}
+
+func lacksFinalizer(obj client.Object, key string) func(ctx context.Context) (bool, error) {
+	return func(ctx context.Context) (bool, error) {
+		ok, err := hasFinalizer(obj, key)(ctx)
+		return !ok && err == nil, err
+	}
+}
+
+// ready waits for a policy's Ready condition and returns it.
+func ready(t *testing.T, pol client.Object) metav1.Condition {
+	t.Helper()
+	var cond metav1.Condition
+	eventually(t, 20*time.Second, "the policy's Ready condition", func(ctx context.Context) (bool, error) {
+		got := pol.DeepCopyObject().(client.Object)
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(pol), got); err != nil {
+			return false, err
+		}
+		var status teardownv1alpha1.TeardownPolicyStatus
+		switch p := got.(type) {
+		case *teardownv1alpha1.TeardownPolicy:
+			status = p.Status
+		case *teardownv1alpha1.ClusterTeardownPolicy:
+			status = p.Status
+		}
+		c := meta.FindStatusCondition(status.Conditions, teardownv1alpha1.ReadyCondition)
+		if c == nil || c.ObservedGeneration != got.GetGeneration() {
+			return false, nil
+		}
+		cond = *c
+		return true, nil
+	})
+	return cond
+}
+
+// mustBeReady fails unless the policy is served.
+func mustBeReady(t *testing.T, pol client.Object) {
+	t.Helper()
+	if c := ready(t, pol); c.Status != metav1.ConditionTrue {
+		t.Fatalf("policy not Ready: %s: %s", c.Reason, c.Message)
+	}
+}
+
+func waitForEvent(t *testing.T, ns, name, reason string) string {
+	t.Helper()
+	var note string
+	eventually(t, 20*time.Second, "a "+reason+" Event", func(ctx context.Context) (bool, error) {
+		list := &eventsv1.EventList{}
+		if err := k8s.List(ctx, list, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		for _, e := range list.Items {
+			if e.Regarding.Name == name && e.Reason == reason {
+				note = e.Note
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	return note
+}
+
+// cleanupServer is an external system's cleanup endpoint: it records each
+// request and answers with what answer says for the nth call.
+type cleanupServer struct {
+	*httptest.Server
+	CABundle []byte
+	mu       sync.Mutex
+	requests []steps.WebhookRequest
+	answer   func(n int, req steps.WebhookRequest, w http.ResponseWriter)
+}
+
+// newCleanupServer serves HTTPS on 127.0.0.1 with a certificate the policy
+// trusts through caBundle.
+func newCleanupServer(t *testing.T, answer func(n int, req steps.WebhookRequest, w http.ResponseWriter)) *cleanupServer {
+	t.Helper()
+	s := &cleanupServer{answer: answer}
+	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req steps.WebhookRequest
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		s.mu.Lock()
+		s.requests = append(s.requests, req)
+		n := len(s.requests)
+		s.mu.Unlock()
+		s.answer(n, req, w)
+	}))
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Listener = l
+	s.StartTLS()
+	t.Cleanup(s.Close)
+	s.CABundle = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.Certificate().Raw})
+	return s
+}
+
+func (s *cleanupServer) calls() []steps.WebhookRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]steps.WebhookRequest(nil), s.requests...)
+}
+
+func (s *cleanupServer) webhookStep(name string) teardownv1alpha1.Step {
+	url := s.URL + "/cleanup"
+	return teardownv1alpha1.Step{Name: name, Webhook: &teardownv1alpha1.WebhookAction{URL: &url, CABundle: s.CABundle}}
+}
+
+func answerJSON(w http.ResponseWriter, code int, resp steps.WebhookResponse) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(resp)
+}
+
+func selector(kv ...string) *metav1.LabelSelector {
+	m := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return &metav1.LabelSelector{MatchLabels: m}
+}

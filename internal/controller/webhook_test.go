@@ -1,0 +1,146 @@
+/*
+Copyright 2026 The Teardown Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package controller_test
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/steps"
+)
+
+// TestDeclaredServiceFinalizerRunsWebhook: a Service whose manifest declares
+// my.custom/finalizer, and a Declared policy for that key. Deleting the
+// Service calls the webhook with the Service's identity, then the Service is
+// gone.
+func TestDeclaredServiceFinalizerRunsWebhook(t *testing.T) {
+	ns := newNamespace(t)
+	srv := newCleanupServer(t, func(_ int, _ steps.WebhookRequest, w http.ResponseWriter) {
+		answerJSON(w, http.StatusOK, steps.WebhookResponse{Status: steps.WebhookSuccess})
+	})
+	pol := &teardownv1alpha1.TeardownPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "dns-records", Namespace: ns},
+		Spec: teardownv1alpha1.TeardownPolicySpec{
+			Finalizer: "my.custom/finalizer",
+			Attach:    teardownv1alpha1.AttachDeclared,
+			Targets:   []teardownv1alpha1.Target{{APIVersion: "v1", Kind: "Service", Selector: selector("app", "shop")}},
+			Steps:     []teardownv1alpha1.Step{srv.webhookStep("remove-dns")},
+		},
+	}
+	create(t, pol)
+	mustBeReady(t, pol)
+
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns, Labels: map[string]string{"app": "shop"},
+			Finalizers: []string{"my.custom/finalizer"}},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}}},
+	}
+	create(t, svc)
+	// Declared: the controller adds nothing to an unmarked Service.
+	plain := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "plain", Namespace: ns, Labels: map[string]string{"app": "shop"}},
+		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}},
+	}
+	create(t, plain)
+
+	del(t, svc)
+	eventually(t, 20*time.Second, "the Service to be gone", gone(svc))
+	calls := srv.calls()
+	if len(calls) != 1 {
+		t.Fatalf("webhook called %d times, want 1", len(calls))
+	}
+	want := steps.WebhookObject{APIVersion: "v1", Kind: "Service", Namespace: ns, Name: "web", UID: string(svc.UID),
+		Labels: map[string]string{"app": "shop"}}
+	got := calls[0].Object
+	got.DeletionTimestamp, got.Annotations = nil, nil
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("webhook saw the object as (-want +got):\n%s", diff)
+	}
+	if calls[0].Step != "remove-dns" || calls[0].Finalizer != "my.custom/finalizer" || calls[0].Policy.Name != "dns-records" {
+		t.Errorf("webhook request context = %+v", calls[0])
+	}
+	del(t, plain)
+	eventually(t, 10*time.Second, "the unmarked Service to go at once", gone(plain))
+	if n := len(srv.calls()); n != 1 {
+		t.Errorf("webhook called %d times after deleting an unmarked Service, want still 1", n)
+	}
+}
+
+// TestWebhookRetriedUntilSuccess: the external system fails its first
+// answers, then asks to come back later (429 with Retry-After), then
+// succeeds. The object stays until success, and the external record is
+// removed exactly once in effect.
+func TestWebhookRetriedUntilSuccess(t *testing.T) {
+	ns := newNamespace(t)
+	var mu sync.Mutex
+	records := map[string]bool{} // the external system's state
+	removals := 0
+	var throttledAt time.Time
+	var afterThrottle time.Duration
+	srv := newCleanupServer(t, func(n int, req steps.WebhookRequest, w http.ResponseWriter) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case n <= 3:
+			answerJSON(w, http.StatusInternalServerError, steps.WebhookResponse{Status: steps.WebhookFailure, Message: "database unavailable"})
+		case n == 4:
+			throttledAt = time.Now()
+			w.Header().Set("Retry-After", "2")
+			w.WriteHeader(http.StatusTooManyRequests)
+		default:
+			if afterThrottle == 0 {
+				afterThrottle = time.Since(throttledAt)
+			}
+			if records[req.Object.UID] {
+				delete(records, req.Object.UID)
+				removals++
+			}
+			answerJSON(w, http.StatusOK, steps.WebhookResponse{Status: steps.WebhookSuccess})
+		}
+	})
+	pol := &teardownv1alpha1.TeardownPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "external", Namespace: ns},
+		Spec: teardownv1alpha1.TeardownPolicySpec{
+			Targets: []teardownv1alpha1.Target{{APIVersion: "v1", Kind: "ConfigMap", Selector: selector("external", "record")}},
+			Steps:   []teardownv1alpha1.Step{srv.webhookStep("remove-record")},
+		},
+	}
+	create(t, pol)
+	mustBeReady(t, pol)
+	key := ns + ".teardown.dev/external"
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "bucket", Namespace: ns, Labels: map[string]string{"external": "record"}}}
+	create(t, cm)
+	eventually(t, 20*time.Second, "the derived finalizer "+key, hasFinalizer(cm, key))
+	mu.Lock()
+	records[string(cm.UID)] = true
+	mu.Unlock()
+
+	del(t, cm)
+	eventually(t, 10*time.Second, "three failed attempts", func(context.Context) (bool, error) { return len(srv.calls()) >= 3, nil })
+	held := &corev1.ConfigMap{}
+	if err := k8s.Get(t.Context(), client.ObjectKeyFromObject(cm), held); err != nil {
+		t.Fatalf("object gone while the webhook was failing: %v", err)
+	}
+	eventually(t, 60*time.Second, "the object to be gone after success", gone(cm))
+	mu.Lock()
+	defer mu.Unlock()
+	if removals != 1 || len(records) != 0 {
+		t.Errorf("external record removed %d times (records left %v), want exactly once", removals, records)
+	}
+	if afterThrottle < 1500*time.Millisecond {
+		t.Errorf("called again %s after a 429 with Retry-After: 2", afterThrottle)
+	}
+}
