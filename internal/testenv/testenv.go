@@ -60,8 +60,8 @@ type Env struct {
 	env        *envtest.Environment
 	beforeStop []func()
 	kcm        *exec.Cmd
-	kcmDone chan error
-	tempDir bool
+	kcmDone    chan error
+	tempDir    bool
 }
 
 // Start starts etcd, kube-apiserver and kube-controller-manager, and returns
