@@ -1,0 +1,105 @@
+/*
+Copyright 2026 The Teardown Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package plugin
+
+import (
+	"context"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+)
+
+// ExplainOptions is `kubectl teardown explain`.
+type ExplainOptions struct {
+	genericiooptions.IOStreams
+	flags *genericclioptions.ConfigFlags
+
+	Output string
+	Color  string
+
+	args    []string
+	cluster *cluster
+	target  target
+	// Now is the clock; tests pin it.
+	Now func() time.Time
+}
+
+// NewExplainCommand builds `explain`.
+func NewExplainCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &ExplainOptions{IOStreams: streams, flags: flags, Now: time.Now}
+	cmd := &cobra.Command{
+		Use:   "explain TYPE/NAME",
+		Short: "Explain why an object or a namespace is stuck in Terminating",
+		Long: `Explain walks the catalog of causes of stuck deletion for one object or namespace:
+for each remaining finalizer, who owns it, whether that owner looks alive, what it
+waits on down to the root blocker, and the safe remedy with what it would leak.
+Read-only: it only issues GETs, LISTs and server-side dry-runs.
+
+Exit code 3 means a blocker was found.`,
+		Example: `  kubectl teardown explain namespace/shop
+  kubectl teardown explain widgets.example.com/w1 -n shop -o json`,
+		Args: cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(cmd, args); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	cmd.Flags().StringVarP(&o.Output, flagOutput, "o", "", "output format: json or yaml (default: a tree)")
+	return cmd
+}
+
+// Complete resolves the target and builds the clients.
+func (o *ExplainOptions) Complete(cmd *cobra.Command, args []string) error {
+	o.args = args
+	o.Color, _ = cmd.Flags().GetString(flagColor)
+	typ, name, err := splitTargetArgs(args)
+	if err != nil {
+		return err
+	}
+	if o.cluster, err = newCluster(o.flags); err != nil {
+		return err
+	}
+	o.target, err = o.cluster.resolve(typ, name)
+	return err
+}
+
+// Validate checks the flags.
+func (o *ExplainOptions) Validate() error {
+	return validateOutput(o.Output)
+}
+
+// Run explains and prints; it returns errBlocked when a blocker was found.
+func (o *ExplainOptions) Run(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	rep, err := newExplainer(o.cluster, o.Now()).explain(ctx, o.target)
+	if err != nil {
+		return err
+	}
+	if o.Output != outputTree {
+		if err := writeStructured(o.Out, o.Output, rep); err != nil {
+			return err
+		}
+	} else {
+		color, err := useColor(o.Color, o.Out)
+		if err != nil {
+			return err
+		}
+		renderReport(o.Out, rep, palette{on: color})
+	}
+	if rep.Blocked {
+		return errBlocked
+	}
+	return nil
+}

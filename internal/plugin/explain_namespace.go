@@ -1,0 +1,286 @@
+/*
+Copyright 2026 The Teardown Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+var (
+	gvrNamespace = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+	gvkNamespace = schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}
+)
+
+// namespaceFindings walks §4 step 2 for a namespace.
+func (e *explainer) namespaceFindings(ctx context.Context, u *unstructured.Unstructured) []Finding {
+	ns := &corev1.Namespace{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, ns); err != nil {
+		return []Finding{{Cause: "Unreadable", Severity: SeverityInfo, Message: err.Error()}}
+	}
+	ref := ObjectRef{APIVersion: "v1", Kind: "Namespace", Resource: "namespaces", Name: ns.Name, UID: string(ns.UID)}
+	if ns.DeletionTimestamp == nil {
+		return []Finding{{Cause: "NotTerminating", Severity: SeverityInfo, Object: &ref, Message: fmt.Sprintf("namespace %s is not being deleted", ns.Name)}}
+	}
+	var out []Finding
+	for _, f := range ns.Spec.Finalizers {
+		if f == corev1.FinalizerKubernetes {
+			out = append(out, e.kubernetesFinalizer(ctx, ns, ref))
+			continue
+		}
+		// A10: a foreign token only its owner's /finalize call removes.
+		fd := Finding{Cause: CauseForeignSpecFinalizer, Catalog: "A10", Severity: SeverityBlocker, Object: &ref, Finalizer: string(f), Location: "spec",
+			FixOwner: "the component that owns the token"}
+		entry, ok := lookupCatalog(string(f), "Namespace")
+		fd.Owner = e.findOwner(ctx, gvkNamespace, ns, string(f), entry, ok)
+		if string(f) == "foregroundDeletion" || string(f) == "orphan" {
+			fd.Owner = &Owner{Source: SourceNone, State: OwnerUnknown}
+			fd.Message = fmt.Sprintf("spec.finalizers holds %q, a metadata finalizer put there by mistake: nothing removes it from spec", f)
+		} else {
+			fd.Message = fmt.Sprintf("spec.finalizers holds the foreign token %q; only its owner's call to /finalize removes it (owner: %s, %s)", f, orUnknown(fd.Owner.Component), fd.Owner.State)
+		}
+		fd.Remedy = fmt.Sprintf("if its owner is gone: kubectl teardown release namespace/%s --finalizer %s --reason '...' (removes only this token through /finalize, with a resourceVersion precondition)", ns.Name, f)
+		fd.Leaks = "whatever the token's owner cleans up when a namespace goes away"
+		if fd.Owner.State == OwnerAlive {
+			fd.Severity = SeverityWaiting
+		}
+		out = append(out, fd)
+	}
+	// A9: metadata finalizers on the Namespace object itself.
+	for i, f := range ns.Finalizers {
+		fd := e.finalizerFinding(ctx, gvrNamespace, gvkNamespace, u, i, f, 0)
+		if fd.Catalog == "" || fd.Catalog == "B1" || fd.Catalog == "B5" {
+			fd.Message += " (a metadata finalizer on the Namespace itself: the namespace stays after its content is gone)"
+		}
+		out = append(out, fd)
+	}
+	sortFindings(out)
+	return out
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
+
+// kubernetesFinalizer explains the namespace controller's spec token: its
+// conditions, aggregated APIs, webhooks and remaining content.
+func (e *explainer) kubernetesFinalizer(ctx context.Context, ns *corev1.Namespace, ref ObjectRef) Finding {
+	fd := Finding{Cause: "NamespaceContentCleanup", Catalog: "C15", Severity: SeverityWaiting, Object: &ref, Finalizer: "kubernetes", Location: "spec",
+		Owner:   &Owner{Component: "namespace controller (kube-controller-manager)", Source: SourceCatalog, State: OwnerUnknown},
+		Message: "the namespace controller deletes the content, then removes this token through /finalize",
+		Remedy:  "fix the findings below; never remove this token by hand (that orphans every object left in the namespace)",
+		Leaks:   "every object still in the namespace stays in etcd and reappears if the namespace is recreated"}
+	conds := map[corev1.NamespaceConditionType]corev1.NamespaceCondition{}
+	for _, c := range ns.Status.Conditions {
+		conds[c.Type] = c
+	}
+	if len(conds) == 0 && e.now.Sub(ns.DeletionTimestamp.Time) > time.Minute {
+		fd.Children = append(fd.Children, Finding{Cause: CauseNamespaceControllerIdle, Catalog: "A11", Severity: SeverityBlocker, Object: &ref,
+			Message:  fmt.Sprintf("terminating for %s and the namespace controller has written no condition", age(e.now.Sub(ns.DeletionTimestamp.Time))),
+			FixOwner: "cluster operator", Remedy: "check that kube-controller-manager runs with the namespace controller; do not strip finalizers"})
+	}
+	// A1/A2: every unavailable APIService blocks every terminating namespace.
+	var apiFindings []Finding
+	for _, s := range e.getAPIServices(ctx) {
+		if f, ok := e.apiServiceFinding(ctx, s, ns.Name); ok {
+			apiFindings = append(apiFindings, f)
+		}
+	}
+	if c, ok := conds[condDiscoveryFailure]; ok && c.Status == corev1.ConditionTrue {
+		gvs := parseDiscoveryFailure(c.Message)
+		df := Finding{Cause: CauseDiscoveryFailed, Catalog: "A1", Severity: SeverityBlocker, Object: &ref,
+			Message:  fmt.Sprintf("%s: %s", c.Reason, c.Message),
+			FixOwner: "owner of the aggregated API; cluster admin",
+			Remedy:   "make the named API groups available again, or delete their APIService if the API is abandoned; never strip the kubernetes token for this",
+			Children: apiFindings}
+		if len(apiFindings) == 0 {
+			df.Message += fmt.Sprintf(" (group versions: %s; no APIService is unavailable now, so this may clear on the next pass, or an aggregated server lacks aggregated discovery: A3)", strings.Join(gvs, ", "))
+		}
+		fd.Children = append(fd.Children, df)
+	} else {
+		fd.Children = append(fd.Children, apiFindings...)
+	}
+	if c, ok := conds[condGVParsingFailure]; ok && c.Status == corev1.ConditionTrue {
+		fd.Children = append(fd.Children, Finding{Cause: CauseGroupVersionParsingFailed, Catalog: "A4", Severity: SeverityBlocker, Object: &ref,
+			Message: c.Message, FixOwner: "API server owner", Remedy: "fix or remove the APIService or CRD with the malformed group version"})
+	}
+	// A5: content deletion failures, mostly webhooks intercepting DELETE.
+	if c, ok := conds[condContentFailure]; ok && c.Status == corev1.ConditionTrue {
+		cf := Finding{Cause: CauseContentDeletionFailed, Catalog: "A5", Severity: SeverityBlocker, Object: &ref,
+			Message: c.Message, FixOwner: "webhook or policy owner; platform team",
+			Remedy: "restore the failing webhook's backend, or remove its configuration if its owner is being uninstalled"}
+		names := parseWebhookNames(c.Message)
+		for _, w := range e.webhooks(ctx) {
+			if !containsString(names, w.Name) {
+				continue
+			}
+			cf.Children = append(cf.Children, e.webhookFinding(ctx, w, ns.Name))
+		}
+		fd.Children = append(fd.Children, cf)
+	}
+	// A6/A7: what is left, from metadata-only lists of this namespace.
+	fd.Children = append(fd.Children, e.contentFindings(ctx, ns, conds)...)
+	for _, c := range fd.Children {
+		if c.Severity == SeverityBlocker {
+			fd.Severity = SeverityBlocker
+		}
+	}
+	return fd
+}
+
+// apiServiceFinding reports an APIService that is not Available.
+func (e *explainer) apiServiceFinding(ctx context.Context, s unstructured.Unstructured, ns string) (Finding, bool) {
+	conds, _, _ := unstructured.NestedSlice(s.Object, "status", "conditions")
+	status, reason, msg := "Unknown", "", ""
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == "Available" {
+			status, _ = m["status"].(string)
+			reason, _ = m["reason"].(string)
+			msg, _ = m["message"].(string)
+		}
+	}
+	if status == "True" {
+		return Finding{}, false
+	}
+	ref := ObjectRef{APIVersion: "apiregistration.k8s.io/v1", Kind: "APIService", Resource: "apiservices", Name: s.GetName(), UID: string(s.GetUID())}
+	svcNS, _, _ := unstructured.NestedString(s.Object, "spec", "service", "namespace")
+	svcName, _, _ := unstructured.NestedString(s.Object, "spec", "service", "name")
+	f := Finding{Cause: CauseAPIServiceUnavailable, Catalog: "A1", Severity: SeverityBlocker, Object: &ref,
+		Message:  fmt.Sprintf("APIService %s is Available=%s (%s): %s; namespace deletion needs every API group to be discoverable", s.GetName(), status, reason, msg),
+		FixOwner: "owner of the aggregated API (often the platform team)",
+		Remedy:   fmt.Sprintf("fix its backend (pods, network policy, certificates); if the API is abandoned, delete it: kubectl delete apiservice %s", s.GetName()),
+		Leaks:    "deleting the APIService only removes the group from discovery; data held by the aggregated server stays there"}
+	if svcName != "" {
+		if ev, _ := e.serviceBackend(ctx, svcNS, svcName); ev != "" {
+			f.Message += "; " + ev
+		}
+	}
+	if svcNS == ns {
+		f.Cause, f.Catalog = CauseAPIServiceBackendInNamespace, "A2"
+		f.Message = fmt.Sprintf("APIService %s is served from Service %s/%s inside the namespace being deleted: deleting the namespace killed its backend, and the missing API now blocks the namespace (Available=%s, %s)", s.GetName(), svcNS, svcName, status, reason)
+		f.FixOwner = "operator vendor; cluster admin"
+		f.Remedy = fmt.Sprintf("delete the APIService (kubectl delete apiservice %s), or reinstall its backend in another namespace", s.GetName())
+	}
+	return f, true
+}
+
+func (e *explainer) webhookFinding(ctx context.Context, w webhookInfo, ns string) Finding {
+	ref := ObjectRef{APIVersion: "admissionregistration.k8s.io/v1", Kind: w.Kind, Name: w.Config}
+	backend := w.URL
+	if w.Service != nil {
+		backend = fmt.Sprintf("Service %s/%s", w.Service.Namespace, w.Service.Name)
+		if ev, _ := e.serviceBackend(ctx, w.Service.Namespace, w.Service.Name); ev != "" {
+			backend = ev
+		}
+	}
+	f := Finding{Cause: CauseWebhookBlocksDelete, Catalog: "A5", Severity: SeverityBlocker, Object: &ref,
+		Message:  fmt.Sprintf("webhook %q (failurePolicy %s, operations %v) fails the namespace controller's deletes; backend: %s", w.Name, w.FailurePolicy, w.Operations, backend),
+		FixOwner: "webhook owner",
+		Remedy:   fmt.Sprintf("restore the webhook's backend; if its owner is being uninstalled, delete the configuration first: kubectl delete %s %s (setting failurePolicy Ignore is an admin decision to audit)", strings.ToLower(w.Kind), w.Config),
+		Leaks:    "objects the webhook would have validated are deleted without it"}
+	if w.Service != nil && w.Service.Namespace == ns {
+		f.Message += "; the webhook's backend lived in this namespace and was deleted with it"
+	}
+	return f
+}
+
+// contentFindings lists what remains in the namespace.
+func (e *explainer) contentFindings(ctx context.Context, ns *corev1.Namespace, conds map[corev1.NamespaceConditionType]corev1.NamespaceCondition) []Finding {
+	items, errs := e.c.listMeta(ctx, e.getResources(), ns.Name, 8)
+	var out []Finding
+	podsRemain, othersLive := 0, 0
+	var with, without []metaItem
+	for _, it := range items {
+		// Events are recreated by the system and deleted last; not content.
+		if it.Res.GVR.Resource == "events" {
+			continue
+		}
+		if it.Res.GVR.Group == "" && it.Res.GVR.Resource == "pods" {
+			podsRemain++
+		} else if it.Obj.DeletionTimestamp == nil {
+			othersLive++
+		}
+		if len(it.Obj.Finalizers) > 0 {
+			with = append(with, it)
+		} else {
+			without = append(without, it)
+		}
+	}
+	if podsRemain > 0 && othersLive > 0 {
+		out = append(out, Finding{Cause: CausePodsFirst, Severity: SeverityInfo,
+			Message: fmt.Sprintf("%d pod(s) remain: since Kubernetes 1.34 the namespace controller deletes pods first and the other %d object(s) only once the pods are gone", podsRemain, othersLive)})
+	}
+	condMsg := ""
+	if c, ok := conds[condFinalizersRemaining]; ok && c.Status == corev1.ConditionTrue {
+		condMsg = " (" + c.Message + ")"
+	}
+	for i, it := range with {
+		if i == maxChildren {
+			out = append(out, Finding{Cause: "More", Severity: SeverityInfo, Message: fmt.Sprintf("%d more objects with finalizers not shown", len(with)-maxChildren)})
+			break
+		}
+		ref := it.ref()
+		gvk := it.Res.GVR.GroupVersion().WithKind(it.Res.Kind)
+		f := Finding{Cause: CauseContentWithFinalizers, Catalog: "A6", Severity: SeverityBlocker, Object: &ref,
+			Message:  fmt.Sprintf("%s remains with finalizers %v%s", ref, it.Obj.Finalizers, condMsg),
+			FixOwner: "see each finalizer"}
+		if it.Obj.DeletionTimestamp == nil {
+			f.Severity = SeverityWaiting
+			f.Message = fmt.Sprintf("%s is not deleted yet (finalizers %v)", ref, it.Obj.Finalizers)
+			if podsRemain > 0 {
+				f.Message += "; it waits for the pods to go first"
+			}
+		} else {
+			obj := it.Obj
+			f.Children = e.objectFindings(ctx, it.Res.GVR, gvk, &obj, 1)
+		}
+		out = append(out, f)
+	}
+	for i, it := range without {
+		if i == maxChildren {
+			out = append(out, Finding{Cause: "More", Severity: SeverityInfo, Message: fmt.Sprintf("%d more objects without finalizers not shown", len(without)-maxChildren)})
+			break
+		}
+		ref := it.ref()
+		f := Finding{Cause: CauseContentWithoutFinalizers, Catalog: "A7", Severity: SeverityWaiting, Object: &ref,
+			Message: fmt.Sprintf("%s remains without finalizers; the namespace controller deletes it on its next pass", ref)}
+		if it.Res.GVR.Group == "" && it.Res.GVR.Resource == "pods" && it.Obj.DeletionTimestamp != nil {
+			obj := it.Obj
+			f.Children = e.podFindings(ctx, &obj)
+			f.Message = fmt.Sprintf("%s is terminating without finalizers: only its kubelet (or a forced delete) removes it", ref)
+			for _, c := range f.Children {
+				if c.Severity == SeverityBlocker {
+					f.Severity = SeverityBlocker
+				}
+			}
+		} else if it.Obj.DeletionTimestamp != nil {
+			f.Message = fmt.Sprintf("%s is terminating without finalizers for %s: a controller may be recreating it (see its managedFields) or the namespace controller has not passed yet", ref, age(e.now.Sub(it.Obj.DeletionTimestamp.Time)))
+			if e.now.Sub(it.Obj.DeletionTimestamp.Time) > gcGrace {
+				f.Severity = SeverityBlocker
+				f.Remedy = "find the controller that writes into this namespace (managedFields manager names) and stop it"
+			}
+		}
+		out = append(out, f)
+	}
+	for _, err := range errs {
+		out = append(out, Finding{Cause: "ListFailed", Severity: SeverityWarning, Message: err.Error()})
+	}
+	return out
+}
+
+var _ = metav1.Now

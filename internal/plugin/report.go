@@ -1,0 +1,207 @@
+/*
+Copyright 2026 The Teardown Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package plugin
+
+import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/teardown-dev/teardown/pkg/finalizer"
+)
+
+// ReportAPIVersion versions the JSON/YAML schema of explain's output; it
+// changes only when a field changes meaning or goes away (docs/cli.md).
+const ReportAPIVersion = "cli.teardown.dev/v1alpha1"
+
+// Severities of a Finding.
+const (
+	// SeverityBlocker: this holds the deletion back.
+	SeverityBlocker = "blocker"
+	// SeverityWaiting: something is in progress and expected to finish.
+	SeverityWaiting = "waiting"
+	// SeverityWarning: not blocking now, but a trap (dangling owners, leaks).
+	SeverityWarning = "warning"
+	// SeverityInfo: context.
+	SeverityInfo = "info"
+)
+
+// Causes reported by explain. They are stable identifiers: scripts match on
+// them. Catalog is the row of research/stuck-termination.md §2 they come from.
+const (
+	CauseDiscoveryFailed              = "DiscoveryFailed"              // A1
+	CauseAPIServiceUnavailable        = "APIServiceUnavailable"        // A1
+	CauseAPIServiceBackendInNamespace = "APIServiceBackendInNamespace" // A2
+	CauseGroupVersionParsingFailed    = "GroupVersionParsingFailed"    // A4
+	CauseContentDeletionFailed        = "ContentDeletionFailed"        // A5
+	CauseWebhookBlocksDelete          = "WebhookBlocksDelete"          // A5
+	CauseContentWithFinalizers        = "ContentRemainingWithFinalizers"
+	CauseContentWithoutFinalizers     = "ContentRemainingWithoutFinalizers"
+	CausePodsFirst                    = "PodsDeletedFirst"               // KEP-5080
+	CauseOwnerInTerminatingNamespace  = "OwnerInTerminatingNamespace"    // A8
+	CauseForeignSpecFinalizer         = "ForeignSpecFinalizer"           // A10
+	CauseNamespaceControllerIdle      = "NamespaceControllerIdle"        // A11
+	CauseOwnerGone                    = "FinalizerOwnerGone"             // B1
+	CauseCleanupInProgress            = "CleanupInProgress"              // B2
+	CauseRemovalRejected              = "RemovalRejected"                // B3
+	CauseOrphanFinalizer              = "OrphanFinalizer"                // B5
+	CauseOwnerUnknown                 = "FinalizerOwnerUnknown"          // B1/B5 undecided
+	CausePVCInUse                     = "PVCInUse"                       // C1
+	CausePVBound                      = "PVBound"                        // C2
+	CauseCRDInstancesRemain           = "CRDInstancesRemain"             // C9
+	CausePodInGracePeriod             = "PodInGracePeriod"               // D1
+	CausePodOnNotReadyNode            = "PodOnNotReadyNode"              // D2
+	CausePodOnMissingNode             = "PodOnMissingNode"               // D2
+	CausePodNotKilled                 = "PodPastGracePeriod"             // D3
+	CauseForegroundDependents         = "ForegroundWaitingOnDependents"  // E1
+	CauseGCIdle                       = "GarbageCollectorNotProgressing" // E2
+	CauseOrphanDependentUnpatchable   = "OrphanDependentUnpatchable"     // E3
+	CauseDanglingOwnerReference       = "DanglingOwnerReference"         // E4
+	CauseCrossNamespaceOwnerReference = "CrossNamespaceOwnerReference"   // E4
+	CauseInvalidOwnerReference        = "InvalidOwnerReference"          // E4
+	CauseTeardownStep                 = "TeardownPolicyStep"
+)
+
+// ObjectRef names an object in a report.
+type ObjectRef struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	// Resource is the plural resource name, as in `kubectl get <resource>`.
+	Resource  string `json:"resource,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+	UID       string `json:"uid,omitempty"`
+}
+
+func (r ObjectRef) String() string {
+	if r.Namespace != "" {
+		return fmt.Sprintf("%s %s/%s", r.Kind, r.Namespace, r.Name)
+	}
+	return fmt.Sprintf("%s %s", r.Kind, r.Name)
+}
+
+// Owner is who is expected to remove a finalizer.
+type Owner struct {
+	// Component is a human name: "garbage collector (kube-controller-manager)",
+	// "cert-manager", "TeardownPolicy shop/dns".
+	Component string `json:"component,omitempty"`
+	// Source says how the owner was found: catalog, policy, managedFields,
+	// crdGroup, apiServiceGroup, or none.
+	Source string `json:"source"`
+	// Manager is the managedFields manager that added the finalizer, if known.
+	Manager string `json:"manager,omitempty"`
+	// State: alive, down (found but not running), missing (expected workload
+	// not found), unknown.
+	State string `json:"state"`
+	// Workload is the Deployment/StatefulSet/DaemonSet/Pod found for it.
+	Workload *ObjectRef `json:"workload,omitempty"`
+	Evidence []string   `json:"evidence,omitempty"`
+}
+
+// Owner states.
+const (
+	OwnerAlive   = "alive"
+	OwnerDown    = "down"
+	OwnerMissing = "missing"
+	OwnerUnknown = "unknown"
+)
+
+// Owner sources.
+const (
+	SourceCatalog    = "catalog"
+	SourcePolicy     = "policy"
+	SourceManager    = "managedFields"
+	SourceCRDGroup   = "crdGroup"
+	SourceAPIService = "apiServiceGroup"
+	SourceNone       = "none"
+)
+
+// RemovalCheck is the result of a server-side dry-run of the exact patch
+// that would remove a finalizer.
+type RemovalCheck struct {
+	Allowed bool   `json:"allowed"`
+	Error   string `json:"error,omitempty"`
+}
+
+// Finding is one node of the explanation tree.
+type Finding struct {
+	Cause    string `json:"cause"`
+	Catalog  string `json:"catalog,omitempty"`
+	Severity string `json:"severity"`
+	// Object is what the finding is about.
+	Object *ObjectRef `json:"object,omitempty"`
+	// Finalizer is set on findings about one finalizer.
+	Finalizer string `json:"finalizer,omitempty"`
+	// Location is metadata or spec (a namespace's spec.finalizers).
+	Location string              `json:"location,omitempty"`
+	Owner    *Owner              `json:"owner,omitempty"`
+	Progress *finalizer.Progress `json:"progress,omitempty"`
+	Removal  *RemovalCheck       `json:"removalDryRun,omitempty"`
+	Message  string              `json:"message"`
+	FixOwner string              `json:"fixOwner,omitempty"`
+	Remedy   string              `json:"remedy,omitempty"`
+	// Leaks says what removing the finalizer by hand would leave behind.
+	Leaks string `json:"leaks,omitempty"`
+	// Root is true for the root blockers of a chain.
+	Root     bool      `json:"root,omitempty"`
+	Children []Finding `json:"children,omitempty"`
+}
+
+// Report is explain's output.
+type Report struct {
+	APIVersion string    `json:"apiVersion"`
+	Kind       string    `json:"kind"`
+	Target     ObjectRef `json:"target"`
+	// Terminating is true when the target has a deletionTimestamp.
+	Terminating       bool         `json:"terminating"`
+	DeletionTimestamp *metav1.Time `json:"deletionTimestamp,omitempty"`
+	// TerminatingFor is how long it has been terminating, rounded.
+	TerminatingFor string `json:"terminatingFor,omitempty"`
+	// Blocked is true when at least one blocker was found.
+	Blocked bool `json:"blocked"`
+	// Finalizers remaining on the target; spec ones are prefixed "spec:".
+	Finalizers []string  `json:"finalizers,omitempty"`
+	Findings   []Finding `json:"findings,omitempty"`
+	// RootBlockers are the leaves to fix first, copied from Findings.
+	RootBlockers []Finding `json:"rootBlockers,omitempty"`
+}
+
+// walkFindings calls fn on every finding, depth first.
+func walkFindings(fs []Finding, fn func(f *Finding)) {
+	for i := range fs {
+		fn(&fs[i])
+		walkFindings(fs[i].Children, fn)
+	}
+}
+
+// markRoots flags blocker findings that have no blocker below them, and
+// returns them (without children) in tree order.
+func markRoots(fs []Finding) []Finding {
+	var roots []Finding
+	var visit func(f *Finding) bool
+	visit = func(f *Finding) bool {
+		childBlocks := false
+		for i := range f.Children {
+			if visit(&f.Children[i]) {
+				childBlocks = true
+			}
+		}
+		if f.Severity != SeverityBlocker {
+			return childBlocks
+		}
+		if !childBlocks {
+			f.Root = true
+			r := *f
+			r.Children = nil
+			roots = append(roots, r)
+		}
+		return true
+	}
+	for i := range fs {
+		visit(&fs[i])
+	}
+	return roots
+}

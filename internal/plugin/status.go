@@ -1,0 +1,339 @@
+/*
+Copyright 2026 The Teardown Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/teardown-dev/teardown/pkg/finalizer"
+)
+
+// StatusOptions is `kubectl teardown status`.
+type StatusOptions struct {
+	genericiooptions.IOStreams
+	flags *genericclioptions.ConfigFlags
+
+	Output   string
+	Watch    bool
+	Interval time.Duration
+	Workers  int
+	Color    string
+
+	cluster   *cluster
+	namespace string
+	Now       func() time.Time
+}
+
+// StatusRow is one Terminating object.
+type StatusRow struct {
+	Object            ObjectRef            `json:"object"`
+	DeletionTimestamp metav1.Time          `json:"deletionTimestamp"`
+	TerminatingFor    string               `json:"terminatingFor"`
+	Finalizers        []string             `json:"finalizers,omitempty"`
+	Blocker           string               `json:"blocker"`
+	Progress          []finalizer.Progress `json:"progress,omitempty"`
+}
+
+// StatusReport is status's -o json|yaml output.
+type StatusReport struct {
+	APIVersion string      `json:"apiVersion"`
+	Kind       string      `json:"kind"`
+	Items      []StatusRow `json:"items"`
+	// Errors are lists that failed (forbidden kinds); the rest is still shown.
+	Errors []string `json:"errors,omitempty"`
+}
+
+// NewStatusCommand builds `status`.
+func NewStatusCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &StatusOptions{IOStreams: streams, flags: flags, Now: time.Now}
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "List every Terminating object, with its age and a one-line blocker",
+		Long: `Status lists every object being deleted in the cluster (or, with -n, in one
+namespace), how long it has been terminating, and a one-line blocker. It uses
+metadata-only lists of the kinds that can be deleted, in parallel, and never writes.
+With --watch it refreshes as teardowns progress, including Teardown policy steps.`,
+		Example: `  kubectl teardown status
+  kubectl teardown status -n shop --watch`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(cmd, args); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	cmd.Flags().StringVarP(&o.Output, flagOutput, "o", "", "output format: json or yaml (default: a table)")
+	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "refresh until interrupted")
+	cmd.Flags().DurationVar(&o.Interval, "interval", 2*time.Second, "refresh interval with --watch")
+	cmd.Flags().IntVar(&o.Workers, "workers", 16, "lists in flight")
+	return cmd
+}
+
+// Complete builds the clients.
+func (o *StatusOptions) Complete(cmd *cobra.Command, _ []string) error {
+	o.Color, _ = cmd.Flags().GetString(flagColor)
+	var err error
+	if o.cluster, err = newCluster(o.flags); err != nil {
+		return err
+	}
+	if o.cluster.explicitNamespace {
+		o.namespace = o.cluster.namespace
+	}
+	return nil
+}
+
+// Validate checks the flags.
+func (o *StatusOptions) Validate() error {
+	if o.Watch && o.Output != outputTree {
+		return usageErrorf("--watch prints a table; it cannot be combined with -o")
+	}
+	if o.Interval < 100*time.Millisecond {
+		return usageErrorf("--interval must be at least 100ms")
+	}
+	return validateOutput(o.Output)
+}
+
+// Run lists, prints, and with --watch repeats.
+func (o *StatusOptions) Run(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	color, err := useColor(o.Color, o.Out)
+	if err != nil {
+		return err
+	}
+	for {
+		rep, err := o.collect(ctx)
+		if err != nil {
+			return err
+		}
+		if o.Output != outputTree {
+			return writeStructured(o.Out, o.Output, rep)
+		}
+		if o.Watch {
+			fmt.Fprintf(o.Out, "%s\n", o.Now().Format(time.TimeOnly))
+		}
+		renderStatus(o.Out, rep, palette{on: color})
+		if !o.Watch {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(o.Interval):
+		}
+		fmt.Fprintln(o.Out)
+	}
+}
+
+// deletable keeps the kinds whose objects can be Terminating: listable and
+// deletable, minus Events (recreated constantly, never finalized) and
+// duplicates of a kind served by two groups.
+func deletable(rs []apiResource) []apiResource {
+	var out []apiResource
+	for _, r := range rs {
+		if !containsString(r.Verbs, "delete") || r.GVR.Resource == "events" {
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func (o *StatusOptions) collect(ctx context.Context) (*StatusReport, error) {
+	now := o.Now()
+	rep := &StatusReport{APIVersion: ReportAPIVersion, Kind: "StatusReport", Items: []StatusRow{}}
+	resources, partial := o.cluster.resources()
+	if resources == nil && partial != nil {
+		return nil, partial
+	}
+	if partial != nil {
+		rep.Errors = append(rep.Errors, partial.Error())
+	}
+	// Namespaces are read in full: their conditions name the blocker.
+	namespaces := map[string]*corev1.Namespace{}
+	nsList, err := o.cluster.kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing namespaces: %w", err)
+	}
+	for i := range nsList.Items {
+		namespaces[nsList.Items[i].Name] = &nsList.Items[i]
+	}
+	var rs []apiResource
+	for _, r := range deletable(resources) {
+		if r.GVR.Group == "" && r.GVR.Resource == "namespaces" {
+			continue
+		}
+		if o.namespace != "" && !r.Namespaced {
+			continue
+		}
+		rs = append(rs, r)
+	}
+	items, errs := o.cluster.listMeta(ctx, rs, o.namespace, o.Workers)
+	for _, err := range errs {
+		rep.Errors = append(rep.Errors, err.Error())
+	}
+	for _, it := range items {
+		if it.Obj.DeletionTimestamp == nil {
+			continue
+		}
+		rep.Items = append(rep.Items, StatusRow{Object: it.ref(), DeletionTimestamp: *it.Obj.DeletionTimestamp,
+			TerminatingFor: age(now.Sub(it.Obj.DeletionTimestamp.Time)), Finalizers: it.Obj.Finalizers,
+			Blocker: objectBlocker(it.Res.Kind, &it.Obj, now), Progress: finalizer.ReadProgress(&it.Obj)})
+	}
+	for _, ns := range namespaces {
+		if ns.DeletionTimestamp == nil || (o.namespace != "" && ns.Name != o.namespace) {
+			continue
+		}
+		fins := append([]string{}, ns.Finalizers...)
+		for _, f := range ns.Spec.Finalizers {
+			fins = append(fins, "spec:"+string(f))
+		}
+		rep.Items = append(rep.Items, StatusRow{Object: ObjectRef{APIVersion: "v1", Kind: "Namespace", Resource: "namespaces", Name: ns.Name, UID: string(ns.UID)},
+			DeletionTimestamp: *ns.DeletionTimestamp, TerminatingFor: age(now.Sub(ns.DeletionTimestamp.Time)), Finalizers: fins,
+			Blocker: namespaceBlocker(ns)})
+	}
+	sort.Slice(rep.Items, func(i, j int) bool {
+		a, b := rep.Items[i], rep.Items[j]
+		if !a.DeletionTimestamp.Equal(&b.DeletionTimestamp) {
+			return a.DeletionTimestamp.Before(&b.DeletionTimestamp)
+		}
+		return a.Object.String() < b.Object.String()
+	})
+	return rep, nil
+}
+
+// namespaceBlocker summarises a terminating namespace from its conditions.
+func namespaceBlocker(ns *corev1.Namespace) string {
+	byType := map[corev1.NamespaceConditionType]corev1.NamespaceCondition{}
+	for _, c := range ns.Status.Conditions {
+		byType[c.Type] = c
+	}
+	if c, ok := byType[condDiscoveryFailure]; ok && c.Status == corev1.ConditionTrue {
+		return "API discovery failing for " + strings.Join(parseDiscoveryFailure(c.Message), ", ") + " (unavailable APIService)"
+	}
+	if c, ok := byType[condContentFailure]; ok && c.Status == corev1.ConditionTrue {
+		if names := parseWebhookNames(c.Message); len(names) > 0 {
+			return "content deletion failing: webhook " + strings.Join(names, ", ")
+		}
+		return "content deletion failing: " + shorten(c.Message, 80)
+	}
+	if c, ok := byType[condFinalizersRemaining]; ok && c.Status == corev1.ConditionTrue {
+		fins := parseFinalizersRemaining(c.Message)
+		var parts []string
+		for f, n := range fins {
+			parts = append(parts, fmt.Sprintf("%s (%d)", f, n))
+		}
+		sort.Strings(parts)
+		return "content waits on finalizers " + strings.Join(parts, ", ")
+	}
+	if c, ok := byType[condContentRemaining]; ok && c.Status == corev1.ConditionTrue {
+		var parts []string
+		for _, r := range parseContentRemaining(c.Message) {
+			parts = append(parts, fmt.Sprintf("%d %s", r.Count, strings.TrimSuffix(r.Resource+"."+r.Group, ".")))
+		}
+		return "content remaining: " + strings.Join(parts, ", ")
+	}
+	if len(ns.Finalizers) > 0 {
+		return "metadata finalizers on the namespace: " + strings.Join(ns.Finalizers, ", ")
+	}
+	for _, f := range ns.Spec.Finalizers {
+		if f != corev1.FinalizerKubernetes {
+			return "foreign spec finalizer " + string(f)
+		}
+	}
+	if len(ns.Status.Conditions) == 0 {
+		return "no condition yet: namespace controller has not run"
+	}
+	return "namespace controller finishing"
+}
+
+// objectBlocker is status's one-line guess for an object, from metadata
+// only; explain gives the full answer.
+func objectBlocker(kind string, obj metav1.Object, now time.Time) string {
+	fins := obj.GetFinalizers()
+	if len(fins) == 0 {
+		if kind == "Pod" {
+			if now.Before(obj.GetDeletionTimestamp().Time) {
+				return "in grace period (" + age(obj.GetDeletionTimestamp().Sub(now)) + " left)"
+			}
+			return "past grace period: kubelet has not confirmed (node down?)"
+		}
+		return "no finalizers: being removed"
+	}
+	progress := map[string]finalizer.Progress{}
+	for _, p := range finalizer.ReadProgress(obj) {
+		progress[p.Finalizer] = p
+	}
+	f := fins[0]
+	if p, ok := progress[f]; ok {
+		s := fmt.Sprintf("%s: %s (attempt %d)", f, p.State, p.Attempts)
+		if p.Message != "" {
+			s += ": " + shorten(p.Message, 60)
+		}
+		if p.DeadlineExceeded {
+			s += " [deadline exceeded]"
+		}
+		return s
+	}
+	switch f {
+	case "foregroundDeletion":
+		return "foregroundDeletion: waiting for blocking dependents"
+	case "orphan":
+		return "orphan: garbage collector orphaning dependents"
+	}
+	more := ""
+	if len(fins) > 1 {
+		more = fmt.Sprintf(" (+%d more)", len(fins)-1)
+	}
+	if e, ok := lookupCatalog(f, kind); ok {
+		return fmt.Sprintf("%s: waiting for %s%s", f, e.Component, more)
+	}
+	return fmt.Sprintf("%s: owner unknown (run explain)%s", f, more)
+}
+
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-1] + "…"
+}
+
+func renderStatus(w io.Writer, rep *StatusReport, p palette) {
+	if len(rep.Items) == 0 {
+		fmt.Fprintln(w, "Nothing is terminating.")
+	} else {
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAMESPACE\tKIND\tNAME\tAGE\tBLOCKER")
+		for _, r := range rep.Items {
+			ns := r.Object.Namespace
+			if ns == "" {
+				ns = "-"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", ns, r.Object.Kind, r.Object.Name, r.TerminatingFor, r.Blocker)
+		}
+		_ = tw.Flush()
+	}
+	for _, e := range rep.Errors {
+		fmt.Fprintf(w, "%s %s\n", p.yellow("warning:"), e)
+	}
+}
