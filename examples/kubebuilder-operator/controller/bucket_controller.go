@@ -143,9 +143,11 @@ func (r *BucketReconciler) deleteBucket(ctx context.Context, obj client.Object) 
 // release deletes the bucket of a ConfigMap that is no longer labelled as
 // one, then removes the finalizer from it.
 func (r *BucketReconciler) release(ctx context.Context, cm *corev1.ConfigMap) error {
-	res := r.deleteBucket(ctx, cm)
-	if res.State != finalizer.StateDone {
+	switch res := r.deleteBucket(ctx, cm); {
+	case res.Err != nil:
 		return fmt.Errorf("no longer a bucket: %w", res.Err)
+	case res.State != finalizer.StateDone:
+		return fmt.Errorf("no longer a bucket: deleting its bucket: %s", res)
 	}
 	if err := finalizer.Remove(ctx, r.releaser, cm, FinalizerName); err != nil {
 		return err
