@@ -60,9 +60,8 @@ func (e *explainer) namespaceFindings(ctx context.Context, u *unstructured.Unstr
 	// A9: metadata finalizers on the Namespace object itself.
 	for i, f := range ns.Finalizers {
 		fd := e.finalizerFinding(ctx, gvrNamespace, gvkNamespace, u, i, f, 0)
-		if fd.Catalog == "" || fd.Catalog == "B1" || fd.Catalog == "B5" {
-			fd.Message += " (a metadata finalizer on the Namespace itself: the namespace stays after its content is gone)"
-		}
+		fd.Catalog = "A9"
+		fd.Message += " (a metadata finalizer on the Namespace itself: the namespace stays after its content is gone)"
 		out = append(out, fd)
 	}
 	sortFindings(out)

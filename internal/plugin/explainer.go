@@ -140,7 +140,7 @@ func refOf(gvr schema.GroupVersionResource, gvk schema.GroupVersionKind, obj met
 // checks for pods. depth counts the chain above it.
 func (e *explainer) objectFindings(ctx context.Context, gvr schema.GroupVersionResource, gvk schema.GroupVersionKind, obj metav1.Object, depth int) []Finding {
 	if obj.GetDeletionTimestamp() == nil {
-		return []Finding{{Cause: "NotTerminating", Severity: SeverityInfo, Object: ptr(refOf(gvr, gvk, obj)),
+		return []Finding{{Cause: "NotTerminating", Severity: SeverityInfo, Object: refPtr(refOf(gvr, gvk, obj)),
 			Message: fmt.Sprintf("%s is not being deleted", refOf(gvr, gvk, obj))}}
 	}
 	e.mu.Lock()
@@ -148,7 +148,7 @@ func (e *explainer) objectFindings(ctx context.Context, gvr schema.GroupVersionR
 	e.visited[obj.GetUID()] = true
 	e.mu.Unlock()
 	if seen || depth > maxDepth {
-		return []Finding{{Cause: "SeeAbove", Severity: SeverityInfo, Object: ptr(refOf(gvr, gvk, obj)), Message: "already explained above (cycle or depth limit)"}}
+		return []Finding{{Cause: "SeeAbove", Severity: SeverityInfo, Object: refPtr(refOf(gvr, gvk, obj)), Message: "already explained above (cycle or depth limit)"}}
 	}
 	var out []Finding
 	if gvr.Group == "" && gvr.Resource == "pods" {
@@ -228,7 +228,11 @@ func (e *explainer) ownedFinalizer(ctx context.Context, fd *Finding, gvk schema.
 			fd.Cause, fd.Catalog = CauseOwnerGone, "B1"
 			fd.Message = fmt.Sprintf("%s owns %q and does not look alive (%s)%s", owner.Component, fd.Finalizer, owner.State, progress)
 			fd.FixOwner = "operator or application owner"
-			fd.Remedy = fmt.Sprintf("reinstall or restart %s and let it finalize; release only when it is provably gone and its external cleanup is done or accepted as leaked", owner.Component)
+			generic := fmt.Sprintf("reinstall or restart %s and let it finalize; release only when it is provably gone and its external cleanup is done or accepted as leaked", owner.Component)
+			if fd.Remedy != "" {
+				generic += "; or: " + fd.Remedy
+			}
+			fd.Remedy = generic
 		}
 		if fd.Leaks == "" {
 			fd.Leaks = "whatever " + owner.Component + " cleans up outside this object (unknown to Teardown)"
@@ -293,7 +297,7 @@ func groupOf(apiVersion string) string {
 	return g
 }
 
-func ptr[T any](v T) *T { return &v }
+func refPtr[T any](v T) *T { return &v }
 
 // findOwner combines the signals of §3: Teardown policies, the catalog,
 // managedFields, CRD and APIService groups; then looks for the workload.

@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
@@ -49,6 +50,9 @@ func newCluster(f *genericclioptions.ConfigFlags) (*cluster, error) {
 	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.UserAgent = "kubectl-teardown"
+	// Listing every kind reads deprecated ones too (v1 Endpoints); their
+	// warnings are noise here.
+	cfg.WarningHandler = rest.NoWarnings{}
 	// Parallel metadata lists: the default 5 QPS would serialise them.
 	if cfg.QPS == 0 {
 		cfg.QPS, cfg.Burst = 200, 400
@@ -63,9 +67,13 @@ func newCluster(f *genericclioptions.ConfigFlags) (*cluster, error) {
 	if c.meta, err = metadata.NewForConfig(cfg); err != nil {
 		return nil, fmt.Errorf("creating a metadata client: %w", err)
 	}
-	if c.disc, err = f.ToDiscoveryClient(); err != nil {
+	// Fresh discovery for listing kinds: the kubeconfig's disk cache can
+	// miss CRDs created in the last hours, and status must not.
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
 		return nil, fmt.Errorf("creating a discovery client: %w", err)
 	}
+	c.disc = memory.NewMemCacheClient(dc)
 	if c.mapper, err = f.ToRESTMapper(); err != nil {
 		return nil, fmt.Errorf("creating a REST mapper: %w", err)
 	}

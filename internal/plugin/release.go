@@ -66,11 +66,19 @@ type ReleaseOptions struct {
 
 // NewReleaseCommand builds `release`.
 func NewReleaseCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	return newReleaseCommand(newReleaseOptions(flags, streams))
+}
+
+func newReleaseOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *ReleaseOptions {
 	o := &ReleaseOptions{IOStreams: streams, flags: flags, Now: time.Now}
 	o.interactive = func() bool {
 		f, ok := o.In.(*os.File)
 		return ok && term.IsTerminal(int(f.Fd()))
 	}
+	return o
+}
+
+func newReleaseCommand(o *ReleaseOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "release TYPE/NAME --finalizer KEY --reason TEXT",
 		Short: "Remove one finalizer safely: dry-run first, evidence shown, audited",

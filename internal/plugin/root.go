@@ -64,7 +64,12 @@ var errBlocked = &exitError{code: ExitBlocked}
 
 // NewRootCommand builds `kubectl teardown` and its subcommands.
 func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
-	flags := genericclioptions.NewConfigFlags(true)
+	return newRootCommand(genericclioptions.NewConfigFlags(true), streams)
+}
+
+// newRootCommand builds the command tree on flags; tests wrap the REST
+// config through flags.WrapConfigFn.
+func newRootCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "kubectl-teardown",
 		Short: "Explain, preview and safely unblock Kubernetes deletion",
@@ -109,7 +114,11 @@ func Execute(streams genericiooptions.IOStreams, args []string) int {
 		root.PersistentFlags().AddFlag(pf)
 	})
 	root.SetArgs(args)
-	err := root.Execute()
+	return exitCode(root.Execute(), streams)
+}
+
+// exitCode prints err and maps it to an exit code.
+func exitCode(err error, streams genericiooptions.IOStreams) int {
 	if err == nil {
 		return ExitOK
 	}

@@ -1,0 +1,216 @@
+/*
+Copyright 2026 The Teardown Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package plugin
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/teardown-dev/teardown/internal/testenv"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// The package's scenarios share one real control plane.
+var (
+	cfg            *rest.Config
+	kubeconfigPath string
+	cs             kubernetes.Interface
+)
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if os.Getenv("TEARDOWN_PLUGIN_UNIT_ONLY") != "" {
+		os.Exit(m.Run())
+	}
+	testenv.Main(m, testenv.Options{}, func(e *testenv.Env) {
+		cfg = e.Config
+		kubeconfigPath = e.Kubeconfig
+		cs = kubernetes.NewForConfigOrDie(cfg)
+	})
+}
+
+// needCluster skips tests that need the control plane in unit-only runs.
+func needCluster(t *testing.T) {
+	t.Helper()
+	if cs == nil {
+		t.Skip("no control plane (TEARDOWN_PLUGIN_UNIT_ONLY)")
+	}
+}
+
+var nsCounter atomic.Int64
+
+// newNamespace creates a namespace for one test.
+func newNamespace(t *testing.T, mutate ...func(*corev1.Namespace)) string {
+	t.Helper()
+	name := fmt.Sprintf("%s-%d", strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name())), nsCounter.Add(1))
+	if len(name) > 60 {
+		name = strings.TrimLeft(name[len(name)-60:], "-")
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"teardown-test": name}}}
+	for _, m := range mutate {
+		m(ns)
+	}
+	if _, err := cs.CoreV1().Namespaces().Create(t.Context(), ns, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating namespace: %v", err)
+	}
+	return name
+}
+
+// eventually polls cond until it holds or the timeout passes.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func(ctx context.Context) (bool, error)) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
+	defer cancel()
+	if err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, cond); err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+// result of one CLI run.
+type result struct {
+	out, err string
+	code     int
+}
+
+// requestLog records every request the CLI sends.
+type requestLog struct {
+	mu   sync.Mutex
+	reqs []string
+}
+
+func (l *requestLog) add(r *http.Request) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.reqs = append(l.reqs, r.Method+" "+r.URL.Path+"?"+r.URL.RawQuery)
+}
+
+type recordingTransport struct {
+	next http.RoundTripper
+	log  *requestLog
+}
+
+func (rt recordingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	rt.log.add(r)
+	return rt.next.RoundTrip(r)
+}
+
+// cli runs kubectl-teardown against the control plane with kubeconfig
+// (admin if empty), recording its requests in log if not nil.
+func cli(t *testing.T, kubeconfig string, log *requestLog, args ...string) result {
+	t.Helper()
+	if kubeconfig == "" {
+		kubeconfig = kubeconfigPath
+	}
+	var out, errOut bytes.Buffer
+	streams := genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &errOut}
+	flags := genericclioptions.NewConfigFlags(true)
+	cacheDir := t.TempDir()
+	flags.CacheDir = &cacheDir
+	if log != nil {
+		flags.WrapConfigFn = func(c *rest.Config) *rest.Config {
+			c.Wrap(func(rt http.RoundTripper) http.RoundTripper { return recordingTransport{next: rt, log: log} })
+			return c
+		}
+	}
+	root := newRootCommand(flags, streams)
+	root.SetArgs(append([]string{"--kubeconfig", kubeconfig}, args...))
+	root.SetContext(t.Context())
+	code := exitCode(root.Execute(), streams)
+	return result{out: out.String(), err: errOut.String(), code: code}
+}
+
+// explainJSON runs explain -o json and decodes the report.
+func explainJSON(t *testing.T, args ...string) *Report {
+	t.Helper()
+	r := cli(t, "", nil, append([]string{"explain", "-o", "json"}, args...)...)
+	if r.code != ExitOK && r.code != ExitBlocked {
+		t.Fatalf("explain %v: exit %d: %s", args, r.code, r.err)
+	}
+	rep := &Report{}
+	if err := json.Unmarshal([]byte(r.out), rep); err != nil {
+		t.Fatalf("decoding explain's JSON: %v\n%s", err, r.out)
+	}
+	if (r.code == ExitBlocked) != rep.Blocked {
+		t.Errorf("exit code %d but blocked=%v", r.code, rep.Blocked)
+	}
+	return rep
+}
+
+// findFinding returns the first finding with cause about an object named
+// name ("" for any).
+func findFinding(rep *Report, cause, name string) *Finding {
+	var got *Finding
+	walkFindings(rep.Findings, func(f *Finding) {
+		if got == nil && f.Cause == cause && (name == "" || (f.Object != nil && f.Object.Name == name)) {
+			c := *f
+			got = &c
+		}
+	})
+	return got
+}
+
+// explainUntil polls explain until a finding with cause about name appears.
+func explainUntil(t *testing.T, timeout time.Duration, cause, name string, args ...string) (*Report, *Finding) {
+	t.Helper()
+	var rep *Report
+	var f *Finding
+	deadline := time.Now().Add(timeout)
+	for {
+		rep = explainJSON(t, args...)
+		if f = findFinding(rep, cause, name); f != nil {
+			return rep, f
+		}
+		if time.Now().After(deadline) {
+			data, _ := json.MarshalIndent(rep, "", "  ")
+			t.Fatalf("explain %v never reported %s on %q:\n%s", args, cause, name, data)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// assertRemedy checks a finding carries a remedy mentioning want.
+func assertRemedy(t *testing.T, f *Finding, want string) {
+	t.Helper()
+	if f.Remedy == "" || !strings.Contains(f.Remedy, want) {
+		t.Errorf("%s remedy = %q, want it to mention %q", f.Cause, f.Remedy, want)
+	}
+}
+
+func isRoot(rep *Report, cause, name string) bool {
+	for _, r := range rep.RootBlockers {
+		if r.Cause == cause && (name == "" || (r.Object != nil && r.Object.Name == name)) {
+			return true
+		}
+	}
+	return false
+}
+
+func ignoreNotFound(err error) error {
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
