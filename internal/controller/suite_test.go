@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -29,6 +30,7 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
@@ -51,7 +53,13 @@ func TestMain(m *testing.M) {
 	}
 	opts := testenv.Options{CRDDirectoryPaths: []string{filepath.Join(root, "config", "crd", "bases")}}
 	testenv.Main(m, opts, func(e *testenv.Env) {
-		cfg = e.Config
+		cfg = rest.CopyConfig(e.Config)
+		// Scenarios poll the API every 50ms; client-go's default 5 QPS would
+		// make every wait a wait on the rate limiter.
+		cfg.QPS, cfg.Burst = 500, 1000
+		if os.Getenv("TEARDOWN_TEST_LOG") != "" {
+			ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
+		}
 		scheme, err := controller.NewScheme()
 		if err != nil {
 			panic(err)

@@ -33,7 +33,9 @@ const drainPageSize = 500
 // removing a controller so that nothing is left stuck in Terminating. Drain
 // does not run any cleanup: objects being deleted then go away at once.
 // Objects are listed metadata-only, a page at a time; opts narrow the list
-// (client.InNamespace, client.MatchingLabels, ...).
+// (client.InNamespace, client.MatchingLabels, ...). c must read from the API
+// server, like a client made with client.New: a manager's cache-backed
+// client cannot page.
 func Drain(ctx context.Context, c client.Client, gvk schema.GroupVersionKind, finalizer string, opts ...client.ListOption) (DrainReport, error) {
 	var report DrainReport
 	if err := ValidateName(finalizer); err != nil {

@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -52,8 +53,11 @@ type Reconciler struct {
 	// StatusInterval is how often a policy's counts are refreshed.
 	StatusInterval time.Duration
 
-	client  client.Client
-	reader  client.Reader
+	client client.Client
+	reader client.Reader
+	// direct reads from the API server: Drain pages through lists, which a
+	// cache cannot do, and must see what is there now.
+	direct  client.Client
 	protect *finalizer.Finalizers
 }
 
@@ -66,6 +70,11 @@ type Reconciler struct {
 // SetupWithManager registers the two policy controllers.
 func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 	r.client, r.reader = mgr.GetClient(), mgr.GetAPIReader()
+	direct, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), HTTPClient: mgr.GetHTTPClient()})
+	if err != nil {
+		return fmt.Errorf("creating a direct client: %w", err)
+	}
+	r.direct = direct
 	r.protect = finalizer.New(finalizer.ForClient(r.client, r.reader), finalizer.WithEventRecorder(r.Recorder))
 	if err := r.protect.Register(PolicyFinalizer, finalizer.HandlerFunc(r.releaseGuarded)); err != nil {
 		return err
@@ -118,6 +127,17 @@ func (r *Reconciler) reconcile(ctx context.Context, obj client.Object, req recon
 	pol, polErr := policy.FromObject(obj)
 
 	if obj.GetDeletionTimestamp() != nil {
+		terminating, err := r.namespaceTerminating(ctx, obj.GetNamespace())
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if terminating {
+			// Deleted with its namespace: keep serving, so the objects the
+			// namespace deletion removes get their cleanup; releaseGuarded
+			// waits for them.
+			out, err := r.protect.Reconcile(ctx, obj)
+			return out.Result(), err
+		}
 		// Stop attaching before releasing, or the target controller would
 		// put back what we remove.
 		if current, ok := r.Index.Get(ref); ok {
@@ -308,13 +328,29 @@ func (r *Reconciler) releaseGuarded(ctx context.Context, obj client.Object) fina
 			return finalizer.Done()
 		}
 	}
+	terminating, err := r.namespaceTerminating(ctx, obj.GetNamespace())
+	if err != nil {
+		return finalizer.Retry(err)
+	}
+	if terminating {
+		remaining, err := r.countGuarded(ctx, pol)
+		if err != nil {
+			return finalizer.Retry(err)
+		}
+		if remaining > 0 {
+			return finalizer.Pending(2*time.Second, fmt.Sprintf(
+				"namespace %s is being deleted: waiting for %d guarded object(s) to finish their cleanup", obj.GetNamespace(), remaining))
+		}
+		r.Index.Delete(pol.Ref)
+		return finalizer.Done()
+	}
 	released := 0
 	for _, t := range pol.Targets {
 		opts := scope(pol)
 		if pol.Attach == teardownv1alpha1.AttachDeclared {
 			opts = append(opts, client.MatchingLabelsSelector{Selector: t.Selector})
 		}
-		report, err := finalizer.Drain(ctx, r.client, t.GVK, pol.Key, opts...)
+		report, err := finalizer.Drain(ctx, r.direct, t.GVK, pol.Key, opts...)
 		released += len(report.Removed)
 		if err != nil {
 			if meta.IsNoMatchError(err) {
@@ -329,4 +365,42 @@ func (r *Reconciler) releaseGuarded(ctx context.Context, obj client.Object) fina
 			"Policy deleted: removed finalizer %s from %d object(s)", pol.Key, released)
 	}
 	return finalizer.Done()
+}
+
+// namespaceTerminating reports whether ns (a namespaced policy's own) is
+// being deleted. Read from the API server: this decides whether cleanups run.
+func (r *Reconciler) namespaceTerminating(ctx context.Context, ns string) (bool, error) {
+	if ns == "" {
+		return false, nil
+	}
+	nsObj := &metav1.PartialObjectMetadata{}
+	nsObj.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "Namespace"})
+	if err := r.reader.Get(ctx, client.ObjectKey{Name: ns}, nsObj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, fmt.Errorf("reading namespace %s: %w", ns, err)
+	}
+	return nsObj.DeletionTimestamp != nil, nil
+}
+
+// countGuarded counts the objects in scope that still carry pol's key.
+func (r *Reconciler) countGuarded(ctx context.Context, pol *policy.Policy) (int, error) {
+	n := 0
+	for _, t := range pol.Targets {
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(t.GVK.GroupVersion().WithKind(t.GVK.Kind + "List"))
+		if err := r.direct.List(ctx, list, scope(pol)...); err != nil {
+			if meta.IsNoMatchError(err) {
+				continue
+			}
+			return 0, fmt.Errorf("listing %s: %w", t.GVK.Kind, err)
+		}
+		for _, o := range list.Items {
+			if slices.Contains(o.Finalizers, pol.Key) {
+				n++
+			}
+		}
+	}
+	return n, nil
 }

@@ -1,0 +1,269 @@
+/*
+Copyright 2026 The Teardown Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package controller_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/steps"
+	"github.com/teardown-dev/teardown/pkg/finalizer"
+)
+
+// neverTrue is a wait step that never finishes: objects stay Terminating
+// until something else releases them.
+func neverTrue() teardownv1alpha1.Step {
+	return teardownv1alpha1.Step{Name: "forever", Wait: &teardownv1alpha1.WaitAction{
+		Resources: []teardownv1alpha1.ResourceSelector{{APIVersion: "v1", Kind: "Secret", Selector: selector("never", "matches")}},
+		Condition: "size(objects) > 0",
+	}}
+}
+
+func labelled(ns, name string, labels ...string) *corev1.ConfigMap {
+	l := map[string]string{}
+	for i := 0; i+1 < len(labels); i += 2 {
+		l[labels[i]] = labels[i+1]
+	}
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: l}}
+}
+
+// TestDeletedPolicyReleasesEveryObject: deleting a policy removes its
+// finalizer from every object it guarded, the Terminating ones included, so
+// nothing is left stuck; then the policy itself goes.
+func TestDeletedPolicyReleasesEveryObject(t *testing.T) {
+	ns := newNamespace(t)
+	pol := &teardownv1alpha1.TeardownPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "sticky", Namespace: ns},
+		Spec: teardownv1alpha1.TeardownPolicySpec{
+			Targets: []teardownv1alpha1.Target{{APIVersion: "v1", Kind: "ConfigMap", Selector: selector("app", "sticky")}},
+			Steps:   []teardownv1alpha1.Step{neverTrue()},
+		},
+	}
+	create(t, pol)
+	mustBeReady(t, pol)
+	key := ns + ".teardown.dev/sticky"
+	var cms []*corev1.ConfigMap
+	for i := range 5 {
+		cm := labelled(ns, fmt.Sprintf("cm-%d", i), "app", "sticky")
+		create(t, cm)
+		cms = append(cms, cm)
+	}
+	for _, cm := range cms {
+		eventually(t, 20*time.Second, "the finalizer on "+cm.Name, hasFinalizer(cm, key))
+	}
+	del(t, cms[0]) // stuck on the never-true step
+	time.Sleep(time.Second)
+	if ok, _ := hasFinalizer(cms[0], key)(t.Context()); !ok {
+		t.Fatal("the Terminating object lost its finalizer before the policy was deleted")
+	}
+
+	del(t, pol)
+	eventually(t, 20*time.Second, "the policy to be gone", gone(pol))
+	eventually(t, 20*time.Second, "the Terminating object to be gone", gone(cms[0]))
+	for _, cm := range cms[1:] {
+		if ok, err := hasFinalizer(cm, key)(t.Context()); ok || err != nil {
+			t.Errorf("%s still carries %s after its policy was deleted (err %v)", cm.Name, key, err)
+		}
+	}
+	note := waitForEvent(t, ns, pol.Name, "ReleasedGuardedObjects")
+	if !strings.Contains(note, "from 5 object(s)") {
+		t.Errorf("policy Event says %q, want 5 objects released", note)
+	}
+}
+
+// TestUnmatchedObjectIsReleased: relabelling an object out of a policy's
+// selector releases its finalizer.
+func TestUnmatchedObjectIsReleased(t *testing.T) {
+	ns := newNamespace(t)
+	pol := &teardownv1alpha1.TeardownPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "selective", Namespace: ns},
+		Spec: teardownv1alpha1.TeardownPolicySpec{
+			Targets: []teardownv1alpha1.Target{{APIVersion: "v1", Kind: "ConfigMap", Selector: selector("tier", "db")}},
+		},
+	}
+	create(t, pol)
+	mustBeReady(t, pol)
+	key := ns + ".teardown.dev/selective"
+	cm := labelled(ns, "db-config", "tier", "db")
+	create(t, cm)
+	eventually(t, 20*time.Second, "the finalizer", hasFinalizer(cm, key))
+	patch := client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"labels":{"tier":"web"}}}`))
+	if err := k8s.Patch(t.Context(), cm, patch); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, "the finalizer to be released", lacksFinalizer(cm, key))
+	waitForEvent(t, ns, cm.Name, "NoLongerMatches")
+}
+
+// TestPolicyDeadline: one policy whose cleanup never finishes, with Release
+// on its deadline, lets its object go; one with Block keeps it.
+func TestPolicyDeadline(t *testing.T) {
+	ns := newNamespace(t)
+	for _, onDeadline := range []teardownv1alpha1.DeadlineAction{teardownv1alpha1.DeadlineRelease, teardownv1alpha1.DeadlineBlock} {
+		name := strings.ToLower(string(onDeadline))
+		create(t, &teardownv1alpha1.TeardownPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec: teardownv1alpha1.TeardownPolicySpec{
+				Targets:    []teardownv1alpha1.Target{{APIVersion: "v1", Kind: "ConfigMap", Selector: selector("deadline", name)}},
+				Steps:      []teardownv1alpha1.Step{neverTrue()},
+				Deadline:   &metav1.Duration{Duration: 2 * time.Second},
+				OnDeadline: onDeadline,
+			},
+		})
+	}
+	released, blocked := labelled(ns, "released", "deadline", "release"), labelled(ns, "blocked", "deadline", "block")
+	create(t, released)
+	create(t, blocked)
+	eventually(t, 20*time.Second, "the Release policy's finalizer", hasFinalizer(released, ns+".teardown.dev/release"))
+	eventually(t, 20*time.Second, "the Block policy's finalizer", hasFinalizer(blocked, ns+".teardown.dev/block"))
+	del(t, released)
+	del(t, blocked)
+	eventually(t, 20*time.Second, "the Release object to be gone", gone(released))
+	waitForEvent(t, ns, blocked.Name, finalizer.ReasonDeadlineExceeded)
+	got := &corev1.ConfigMap{}
+	if err := k8s.Get(t.Context(), client.ObjectKeyFromObject(blocked), got); err != nil {
+		t.Fatalf("the Block object went past its deadline: %v", err)
+	}
+	// The Block policy's status says what the object waits on.
+	pol := &teardownv1alpha1.TeardownPolicy{}
+	eventually(t, 20*time.Second, "the Block policy to report its blocked object", func(ctx context.Context) (bool, error) {
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "block"}, pol); err != nil {
+			return false, err
+		}
+		return pol.Status.Blocked == 1 && len(pol.Status.BlockedObjects) == 1 &&
+			pol.Status.BlockedObjects[0].Reason == teardownv1alpha1.DeadlineExceededReason, nil
+	})
+	b := pol.Status.BlockedObjects[0]
+	if b.Object.Name != "blocked" || b.Step != "forever" || b.Reason != teardownv1alpha1.DeadlineExceededReason || !strings.Contains(b.Message, "size(objects) > 0") {
+		t.Errorf("blocked object = %+v, want blocked on step forever past its deadline", b)
+	}
+	if pol.Status.Guarded != 1 || pol.Status.Terminating != 1 {
+		t.Errorf("status counts guarded=%d terminating=%d, want 1 and 1", pol.Status.Guarded, pol.Status.Terminating)
+	}
+	// Deleting the policy releases it.
+	del(t, pol)
+	eventually(t, 20*time.Second, "the Block object to be gone once its policy is deleted", gone(blocked))
+}
+
+// TestNamespaceDeletionWaitsForCleanup: deleting a namespace whose objects
+// are guarded finishes once their cleanup ran.
+func TestNamespaceDeletionWaitsForCleanup(t *testing.T) {
+	ns := newNamespace(t)
+	var mu sync.Mutex
+	cleaned := map[string]bool{}
+	srv := newCleanupServer(t, func(_ int, req steps.WebhookRequest, w http.ResponseWriter) {
+		mu.Lock()
+		cleaned[req.Object.Name] = true
+		mu.Unlock()
+		answerJSON(w, http.StatusOK, steps.WebhookResponse{Status: steps.WebhookSuccess})
+	})
+	pol := &teardownv1alpha1.TeardownPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "ns-cleanup", Namespace: ns},
+		Spec: teardownv1alpha1.TeardownPolicySpec{
+			Targets: []teardownv1alpha1.Target{{APIVersion: "v1", Kind: "ConfigMap", Selector: selector("guard", "yes")}},
+			Steps:   []teardownv1alpha1.Step{srv.webhookStep("deregister")},
+		},
+	}
+	create(t, pol)
+	mustBeReady(t, pol)
+	key := ns + ".teardown.dev/ns-cleanup"
+	names := []string{"a", "b", "c"}
+	for _, n := range names {
+		cm := labelled(ns, n, "guard", "yes")
+		create(t, cm)
+		eventually(t, 20*time.Second, "the finalizer on "+n, hasFinalizer(cm, key))
+	}
+	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
+	del(t, nsObj)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	if err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, gone(nsObj)); err != nil {
+		got := &corev1.Namespace{}
+		_ = k8s.Get(t.Context(), client.ObjectKeyFromObject(nsObj), got)
+		t.Fatalf("namespace not gone: %v; its conditions: %+v", err, got.Status.Conditions)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, n := range names {
+		if !cleaned[n] {
+			t.Errorf("namespace went away before %s's cleanup ran", n)
+		}
+	}
+}
+
+// TestPolicyThatCannotBeServed: a policy with an unknown kind, a bad CEL
+// condition or a cluster-scoped target in a namespaced policy reports why in
+// its Ready condition, and never disturbs a good policy beside it.
+func TestPolicyThatCannotBeServed(t *testing.T) {
+	ns := newNamespace(t)
+	cases := map[string]struct {
+		spec       teardownv1alpha1.TeardownPolicySpec
+		wantReason string
+		wantText   string
+	}{
+		"unknown kind": {
+			spec:       teardownv1alpha1.TeardownPolicySpec{Targets: []teardownv1alpha1.Target{{APIVersion: "nope.example.com/v1", Kind: "Widget", Selector: selector()}}},
+			wantReason: teardownv1alpha1.UnknownKindReason, wantText: "Widget",
+		},
+		"bad condition": {
+			spec: teardownv1alpha1.TeardownPolicySpec{
+				Targets: []teardownv1alpha1.Target{{APIVersion: "v1", Kind: "ConfigMap", Selector: selector("x", "y")}},
+				Steps: []teardownv1alpha1.Step{{Name: "w", Wait: &teardownv1alpha1.WaitAction{
+					Resources: []teardownv1alpha1.ResourceSelector{{APIVersion: "v1", Kind: "Pod", Selector: selector()}},
+					Condition: "size(objects) ==",
+				}}},
+			},
+			wantReason: teardownv1alpha1.InvalidConditionReason, wantText: "does not compile",
+		},
+		"cluster-scoped target": {
+			spec:       teardownv1alpha1.TeardownPolicySpec{Targets: []teardownv1alpha1.Target{{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Selector: selector()}}},
+			wantReason: teardownv1alpha1.ClusterScopedKindReason, wantText: "ClusterTeardownPolicy",
+		},
+		"unknown step kind": {
+			spec: teardownv1alpha1.TeardownPolicySpec{
+				Targets: []teardownv1alpha1.Target{{APIVersion: "v1", Kind: "ConfigMap", Selector: selector("x", "z")}},
+				Steps: []teardownv1alpha1.Step{{Name: "d", Delete: &teardownv1alpha1.DeleteAction{
+					Resources: []teardownv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Gadget", Selector: selector("app", "gadget")}},
+				}}},
+			},
+			wantReason: teardownv1alpha1.UnknownKindReason, wantText: "Gadget",
+		},
+	}
+	i := 0
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			i++
+			pol := &teardownv1alpha1.TeardownPolicy{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("bad-%d", i), Namespace: ns}, Spec: tc.spec}
+			create(t, pol)
+			c := ready(t, pol)
+			if c.Status != metav1.ConditionFalse || c.Reason != tc.wantReason || !strings.Contains(c.Message, tc.wantText) {
+				t.Errorf("Ready = %s %s %q, want False %s mentioning %q", c.Status, c.Reason, c.Message, tc.wantReason, tc.wantText)
+			}
+		})
+	}
+	good := &teardownv1alpha1.TeardownPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "good", Namespace: ns},
+		Spec:       teardownv1alpha1.TeardownPolicySpec{Targets: []teardownv1alpha1.Target{{APIVersion: "v1", Kind: "ConfigMap", Selector: selector("good", "yes")}}},
+	}
+	create(t, good)
+	mustBeReady(t, good)
+	cm := labelled(ns, "guarded", "good", "yes")
+	create(t, cm)
+	eventually(t, 20*time.Second, "the good policy to guard its object", hasFinalizer(cm, ns+".teardown.dev/good"))
+	del(t, cm)
+	eventually(t, 20*time.Second, "the object to go", gone(cm))
+}
