@@ -106,7 +106,10 @@ func TestUnmatchedObjectIsReleased(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 20*time.Second, "the finalizer to be released", lacksFinalizer(cm, key))
-	waitForEvent(t, ns, cm.Name, "NoLongerMatches")
+	note := waitForEvent(t, ns, cm.Name, finalizer.ReasonFinalizerReleased)
+	if !strings.Contains(note, "no longer matches TeardownPolicy "+ns+"/selective") {
+		t.Errorf("release Event says %q, want that the object no longer matches", note)
+	}
 }
 
 // TestPolicyDeadline: one policy whose cleanup never finishes, with Release

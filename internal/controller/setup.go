@@ -57,7 +57,7 @@ func NewScheme() (*runtime.Scheme, error) {
 func Setup(mgr ctrl.Manager, opts Options) error {
 	recorder := mgr.GetEventRecorder(Name)
 	index := policy.NewIndex()
-	targets := &target.Reconciler{Client: mgr.GetClient(), Index: index, Recorder: recorder, Released: &target.Counters{}}
+	targets := &target.Reconciler{Client: mgr.GetClient(), Index: index, Released: &target.Counters{}}
 	if err := targets.SetupWithManager(mgr, opts.TargetWorkers); err != nil {
 		return err
 	}

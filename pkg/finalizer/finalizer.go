@@ -157,8 +157,10 @@ func (f *Finalizers) Names() []string {
 	return names
 }
 
-// Reconcile brings obj one step along the protocol. obj is the caller's copy
-// (from a cache is fine) and is refreshed from every write.
+// Reconcile brings obj one step along the protocol. obj must be a copy the
+// caller owns, because it is refreshed from every write: controller-runtime's
+// cached client hands out copies, but an object from a client-go lister is
+// the cache's own and must be DeepCopied first.
 //
 //   - Not being deleted: adds the missing automatic finalizers and returns
 //     with Added set; the caller returns and proceeds only when a later call
@@ -271,7 +273,7 @@ func (f *Finalizers) attempt(ctx context.Context, obj client.Object, e *entry) R
 		if !prev.DeadlineExceeded {
 			deadlinesExceeded.WithLabelValues(e.name, string(ExpiryRelease)).Inc()
 		}
-		return Result{State: StateRelease, byDeadline: true,
+		return Result{State: StateRelease, cause: causeDeadline,
 			Reason: fmt.Sprintf("deadline %s exceeded after %d attempts; skipped cleanup (%s)", e.deadline, n-1, skipped)}
 	}
 
@@ -284,7 +286,7 @@ func (f *Finalizers) attempt(ctx context.Context, obj client.Object, e *entry) R
 	if res.State == StatePending || res.State == StateRetry {
 		p := Progress{Finalizer: e.name, State: res.State, Message: res.Reason, Attempts: n, DeadlineExceeded: expired}
 		if res.State == StatePending && res.After > 0 {
-			next := f.now().Add(res.After).UTC().Truncate(time.Second)
+			next := f.now().Add(res.After).UTC()
 			p.NextAttempt = &next
 		}
 		if expired && !prev.DeadlineExceeded {
@@ -327,17 +329,43 @@ func (f *Finalizers) call(ctx context.Context, obj client.Object, e *entry) Resu
 	}
 }
 
+// Release causes, the cause label of teardown_finalizer_releases_total.
+const (
+	causeHandler  = "handler"
+	causeDeadline = "deadline"
+)
+
+// Release removes a registered finalizer from obj without its cleanup, on
+// purpose, recording it as a handler's Release is recorded (progress record,
+// FinalizerReleased Event, log, releases_total with the given cause). Use it
+// when an object leaves the controller's scope, so it is not left stuck. It
+// reports whether this call removed the finalizer.
+func (f *Finalizers) Release(ctx context.Context, obj client.Object, name, cause, reason string) (bool, error) {
+	if err := checkObject(obj); err != nil {
+		return false, err
+	}
+	i := slices.IndexFunc(f.entries, func(e *entry) bool { return e.name == name })
+	if i < 0 {
+		return false, fmt.Errorf("finalizer %q is not registered", name)
+	}
+	return f.remove(ctx, obj, f.entries[i], Result{State: StateRelease, Reason: reason, cause: cause})
+}
+
 // remove takes the finalizer off after Done or Release. A release is
 // recorded on the object first, so the record survives on objects other
 // finalizers still hold; it is counted, and announced, only by the call that
 // actually removed the finalizer (a stale copy may ask twice).
 func (f *Finalizers) remove(ctx context.Context, obj client.Object, e *entry, res Result) (bool, error) {
 	log := logf.FromContext(ctx).WithValues("finalizer", e.name, "object", klog.KObj(obj))
-	deletedAt := obj.GetDeletionTimestamp().Time
+	deletedAt := obj.GetDeletionTimestamp()
 	uid := obj.GetUID()
+	cause := res.cause
+	if cause == "" {
+		cause = causeHandler
+	}
 	if res.State == StateRelease {
 		prev, _ := readOneProgress(obj, e.name)
-		p := Progress{Finalizer: e.name, State: StateRelease, Message: res.Reason, Attempts: prev.Attempts, DeadlineExceeded: res.byDeadline}
+		p := Progress{Finalizer: e.name, State: StateRelease, Message: res.Reason, Attempts: prev.Attempts, DeadlineExceeded: cause == causeDeadline}
 		f.recordProgress(ctx, obj, Progress{}, p)
 	}
 	removed, err := remove(ctx, f.client, obj, e.name)
@@ -347,15 +375,13 @@ func (f *Finalizers) remove(ctx context.Context, obj client.Object, e *entry, re
 	outcome := "done"
 	if res.State == StateRelease {
 		outcome = "released"
-		cause := "handler"
-		if res.byDeadline {
-			cause = "deadline"
-		}
 		f.event(obj, corev1.EventTypeWarning, ReasonFinalizerReleased, "Released %q without its cleanup: %s", e.name, res.Reason)
 		log.Info("Released finalizer without its cleanup", "cause", cause, "reason", res.Reason)
 		releases.WithLabelValues(e.name, cause).Inc()
 	}
-	cleanupDuration.WithLabelValues(e.name, outcome).Observe(f.now().Sub(deletedAt).Seconds())
+	if deletedAt != nil {
+		cleanupDuration.WithLabelValues(e.name, outcome).Observe(f.now().Sub(deletedAt.Time).Seconds())
+	}
 	inFlight.finish(e.name, uid)
 	f.finished.add(uid)
 	f.mu.Lock()

@@ -60,7 +60,7 @@ type Result struct {
 	// Err is the failure, for Retry.
 	Err error
 
-	byDeadline bool // a Release decided by an expired deadline, not by the handler
+	cause string // why a Release happened when not by the handler: "deadline" or the caller's
 }
 
 // Done says the cleanup is complete.

@@ -22,7 +22,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -36,12 +35,7 @@ import (
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/internal/policy"
-	"github.com/teardown-dev/teardown/pkg/finalizer"
 )
-
-// ReasonNoLongerMatches is the Event reason when an object stops matching a
-// policy and its finalizer is released.
-const ReasonNoLongerMatches = "NoLongerMatches"
 
 // Request names one target object of one kind.
 type Request struct {
@@ -51,9 +45,8 @@ type Request struct {
 
 // Reconciler runs every matching policy's finalizer on a target object.
 type Reconciler struct {
-	Client   client.Client
-	Index    *policy.Index
-	Recorder events.EventRecorder
+	Client client.Client
+	Index  *policy.Index
 	// Released counts, per policy, finalizers removed without cleanup since
 	// the controller started; the policy status shows it.
 	Released *Counters
@@ -186,14 +179,12 @@ func (r *Reconciler) releaseUnmatched(ctx context.Context, pol *policy.Policy, o
 	if pol.Attach != teardownv1alpha1.AttachAutomatic || !slices.Contains(obj.Finalizers, pol.Key) {
 		return nil
 	}
-	if err := finalizer.Remove(ctx, finalizer.ForClient(r.Client, nil), obj, pol.Key); err != nil {
+	removed, err := pol.Fin.Release(ctx, obj, pol.Key, "unmatched", fmt.Sprintf("the object no longer matches %s", pol.Ref))
+	if err != nil {
 		return fmt.Errorf("releasing %s from %s: %w", pol.Key, klog.KObj(obj), err)
 	}
-	r.Released.Add(pol.Ref, 1)
-	logf.FromContext(ctx).Info("Released the finalizer of an object the policy no longer selects", "target", klog.KObj(obj), "finalizer", pol.Key)
-	if r.Recorder != nil {
-		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonNoLongerMatches, "Release",
-			"Removed finalizer %s: the object no longer matches %s", pol.Key, pol.Ref)
+	if removed {
+		r.Released.Add(pol.Ref, 1)
 	}
 	return nil
 }
