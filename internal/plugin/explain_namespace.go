@@ -129,6 +129,17 @@ func (e *explainer) kubernetesFinalizer(ctx context.Context, ns *corev1.Namespac
 			}
 			cf.Children = append(cf.Children, e.webhookFinding(ctx, w, ns.Name))
 		}
+		if len(cf.Children) == 0 {
+			switch {
+			case strings.Contains(c.Message, "unexpected items still remain"):
+				// The controller's own wording for content without
+				// finalizers (A7): the content findings below say which.
+				cf.Severity, cf.Catalog = SeverityInfo, "A7"
+				cf.FixOwner, cf.Remedy = "", "see the remaining content below"
+			default:
+				cf.Remedy = "read the error: a webhook or CRD conversion webhook down, a ValidatingAdmissionPolicy denying, or a corrupt object (F1); fix that"
+			}
+		}
 		fd.Children = append(fd.Children, cf)
 	}
 	// A6/A7: what is left, from metadata-only lists of this namespace.

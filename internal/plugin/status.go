@@ -308,6 +308,9 @@ func objectBlocker(kind string, obj metav1.Object, now time.Time) string {
 	if e, ok := lookupCatalog(f, kind); ok {
 		return fmt.Sprintf("%s: waiting for %s%s", f, e.Component, more)
 	}
+	if m := finalizerManager(obj, f); m != "" && !isGenericManager(m) {
+		return fmt.Sprintf("%s: waiting for %s (added it)%s", f, m, more)
+	}
 	return fmt.Sprintf("%s: owner unknown (run explain)%s", f, more)
 }
 

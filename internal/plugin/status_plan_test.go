@@ -1,0 +1,129 @@
+/*
+Copyright 2026 The Teardown Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package plugin
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/teardown-dev/teardown/pkg/finalizer"
+)
+
+func TestStatusListsTerminating(t *testing.T) {
+	needCluster(t)
+	ns := newNamespace(t)
+	configMap(t, ns, "alive", "kubectl-create", []string{"example.com/x"})
+	stuckConfigMap(t, ns, "stuck")
+	progress, _ := json.Marshal(finalizer.Progress{Finalizer: "teardown.dev/dns", State: finalizer.StatePending, Message: "step remove-dns: waiting for the DNS API", Attempts: 3, Updated: time.Now()})
+	configMap(t, ns, "guarded", "teardown-controller", []string{"teardown.dev/dns"}, func(cm *corev1.ConfigMap) {
+		cm.Annotations = map[string]string{finalizer.ProgressAnnotation("teardown.dev/dns"): string(progress)}
+	})
+	deleteConfigMap(t, ns, "guarded", "")
+	gone := newNamespace(t)
+	configMap(t, gone, "held", "kubectl-edit", []string{"nobody.teardown.invalid/stale"})
+	deleteNamespace(t, gone)
+	namespaceCondition(t, gone, "NamespaceFinalizersRemaining")
+
+	r := cli(t, "", nil, "status", "-o", "json")
+	if r.code != ExitOK {
+		t.Fatalf("status: exit %d: %s", r.code, r.err)
+	}
+	rep := &StatusReport{}
+	if err := json.Unmarshal([]byte(r.out), rep); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, it := range rep.Items {
+		if it.Object.Namespace == ns || it.Object.Namespace == gone || it.Object.Name == gone {
+			got[it.Object.String()] = it.Blocker
+		}
+	}
+	want := map[string]string{
+		"ConfigMap " + ns + "/stuck":   "nobody.teardown.invalid/stale: owner unknown (run explain)",
+		"ConfigMap " + ns + "/guarded": "teardown.dev/dns: Pending (attempt 3): step remove-dns: waiting for the DNS API",
+		"ConfigMap " + gone + "/held":  "nobody.teardown.invalid/stale: owner unknown (run explain)",
+		"Namespace " + gone:            "content waits on finalizers nobody.teardown.invalid/stale (1)",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("status (-want +got):\n%s", diff)
+	}
+	r = cli(t, "", nil, "status", "-n", ns)
+	if r.code != ExitOK || !strings.Contains(r.out, "NAMESPACE") || strings.Contains(r.out, gone) || !strings.Contains(r.out, "guarded") {
+		t.Errorf("status -n: exit %d\n%s", r.code, r.out)
+	}
+}
+
+func TestPlanCascade(t *testing.T) {
+	needCluster(t)
+	ns := newNamespace(t)
+	root := configMap(t, ns, "root", "kubectl-create", nil)
+	other := configMap(t, ns, "other-owner", "kubectl-create", nil)
+	owned := func(blocking bool, owners ...*corev1.ConfigMap) func(*corev1.ConfigMap) {
+		return func(cm *corev1.ConfigMap) {
+			for _, o := range owners {
+				cm.OwnerReferences = append(cm.OwnerReferences, metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: o.Name, UID: o.UID, BlockOwnerDeletion: ptr.To(blocking)})
+			}
+		}
+	}
+	child := configMap(t, ns, "child", "kubectl-create", []string{"example.com/hold"}, owned(true, root))
+	configMap(t, ns, "grandchild", "kubectl-create", nil, owned(false, child))
+	configMap(t, ns, "shared", "kubectl-create", nil, owned(false, root, other))
+
+	plan := func(cascade string) *PlanReport {
+		t.Helper()
+		r := cli(t, "", nil, "plan", "configmap/root", "-n", ns, "--cascade", cascade, "-o", "json")
+		if r.code != ExitOK {
+			t.Fatalf("plan: exit %d: %s", r.code, r.err)
+		}
+		p := &PlanReport{}
+		if err := json.Unmarshal([]byte(r.out), p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	type row struct {
+		Name, Action string
+		Blocks       bool
+	}
+	flatten := func(p *PlanReport) []row {
+		var out []row
+		var walk func(n PlanNode)
+		walk = func(n PlanNode) {
+			out = append(out, row{n.Object.Name, n.Action, n.BlocksOwner})
+			for _, c := range n.Children {
+				walk(c)
+			}
+		}
+		walk(p.Root)
+		return out
+	}
+	cases := map[string][]row{
+		cascadeForeground: {{"root", actionDelete, false}, {"child", actionHold, true}, {"grandchild", actionDelete, false}, {"shared", actionKeep, false}},
+		cascadeBackground: {{"root", actionDelete, false}, {"child", actionHold, false}, {"grandchild", actionDelete, false}, {"shared", actionKeep, false}},
+		cascadeOrphan:     {{"root", actionDelete, false}, {"child", actionOrphan, false}, {"shared", actionOrphan, false}},
+	}
+	for cascade, want := range cases {
+		if diff := cmp.Diff(want, flatten(plan(cascade))); diff != "" {
+			t.Errorf("plan --cascade %s (-want +got):\n%s", cascade, diff)
+		}
+	}
+	// Nothing was deleted.
+	for _, n := range []string{"root", "child", "grandchild", "shared"} {
+		cm, err := cs.CoreV1().ConfigMaps(ns).Get(t.Context(), n, metav1.GetOptions{})
+		if err != nil || cm.DeletionTimestamp != nil {
+			t.Errorf("%s touched by plan: %v", n, err)
+		}
+	}
+	_ = types.UID("")
+}
