@@ -90,7 +90,7 @@ func TestDocsScenario(t *testing.T) {
 	record("release-yes.txt", "release", "configmap/typo", "-n", "shop", "--finalizer", "nobody.example.org/stale", "--reason", "typo in a manifest", "--yes", "--audit-log", filepath.Join(t.TempDir(), "a.jsonl"))
 	if *update {
 		for name, args := range map[string][]string{
-			"explain_namespace.json": {"explain", "namespace/shop", "-o", "json"},
+			"explain_namespace.json":  {"explain", "namespace/shop", "-o", "json"},
 			"explain_foreground.json": {"explain", "configmap/frontend", "-n", "web", "-o", "json"},
 		} {
 			r := cli(t, "", nil, args...)
