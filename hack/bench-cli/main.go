@@ -1,0 +1,295 @@
+/*
+Copyright 2026 The Teardown Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+// Command bench-cli measures `kubectl teardown status` against the usual
+// `kubectl api-resources` + `kubectl get` loop on the same local control
+// plane, in the same run, and prints the ratio.
+//
+//	make bench-cli                         # 100 CRDs, 20,000 objects
+//	go run ./hack/bench-cli -crds 10 -objects 2000 -runs 1
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+
+	"github.com/teardown-dev/teardown/internal/testenv"
+)
+
+func main() {
+	crds := flag.Int("crds", 100, "CRDs to install")
+	objects := flag.Int("objects", 20000, "custom resources to create, spread over the CRDs")
+	namespaces := flag.Int("namespaces", 20, "namespaces the objects are spread over")
+	terminating := flag.Float64("terminating", 0.01, "fraction of objects left Terminating (held by a finalizer)")
+	runs := flag.Int("runs", 3, "timed runs of each side (the median is reported)")
+	plugin := flag.String("plugin", "bin/kubectl-teardown", "kubectl-teardown binary")
+	minRatio := flag.Float64("min-ratio", 5, "fail when the speed-up is below this")
+	flag.Parse()
+	if err := run(*crds, *objects, *namespaces, *terminating, *runs, *plugin, *minRatio); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-cli:", err)
+		os.Exit(1)
+	}
+}
+
+func run(nCRDs, nObjects, nNamespaces int, terminating float64, runs int, plugin string, minRatio float64) error {
+	assets, err := testenv.AssetsDir()
+	if err != nil {
+		return err
+	}
+	kubectl := filepath.Join(assets, "kubectl")
+	if plugin, err = filepath.Abs(plugin); err != nil {
+		return err
+	}
+	if _, err := os.Stat(plugin); err != nil {
+		return fmt.Errorf("%s: run make plugin first: %w", plugin, err)
+	}
+	env, err := testenv.Start(testenv.Options{Log: os.Stderr})
+	if err != nil {
+		return err
+	}
+	defer env.Stop()
+	cfg := rest.CopyConfig(env.Config)
+	cfg.QPS, cfg.Burst = 2000, 4000
+	dyn := dynamic.NewForConfigOrDie(cfg)
+	ctx := context.Background()
+
+	start := time.Now()
+	kinds, err := installCRDs(ctx, dyn, nCRDs)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "installed %d CRDs in %s\n", nCRDs, time.Since(start).Round(time.Millisecond))
+	start = time.Now()
+	want, err := createObjects(ctx, dyn, kinds, nObjects, nNamespaces, terminating)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "created %d objects (%d Terminating) in %s\n", nObjects, want, time.Since(start).Round(time.Millisecond))
+
+	home, err := os.MkdirTemp("", "bench-cli-home-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(home)
+	cmdEnv := append(os.Environ(), "KUBECONFIG="+env.Kubeconfig, "HOME="+home)
+
+	var kubectlTimes, pluginTimes []time.Duration
+	for i := range runs {
+		d, found, err := kubectlLoop(kubectl, cmdEnv)
+		if err != nil {
+			return err
+		}
+		if found != want+nNamespacesTerminating {
+			return fmt.Errorf("kubectl loop found %d Terminating objects, want %d", found, want)
+		}
+		kubectlTimes = append(kubectlTimes, d)
+		d, found, err = pluginStatus(plugin, cmdEnv)
+		if err != nil {
+			return err
+		}
+		if found != want+nNamespacesTerminating {
+			return fmt.Errorf("kubectl teardown status found %d Terminating objects, want %d", found, want)
+		}
+		pluginTimes = append(pluginTimes, d)
+		fmt.Fprintf(os.Stderr, "run %d: kubectl loop %s, kubectl teardown status %s\n", i+1, kubectlTimes[i].Round(time.Millisecond), d.Round(time.Millisecond))
+	}
+	k, p := median(kubectlTimes), median(pluginTimes)
+	ratio := float64(k) / float64(p)
+	fmt.Printf("cluster: %d CRDs, %d objects in %d namespaces, %d Terminating\n", nCRDs, nObjects, nNamespaces, want)
+	fmt.Printf("kubectl api-resources + kubectl get loop: %s (median of %d)\n", k.Round(time.Millisecond), runs)
+	fmt.Printf("kubectl teardown status:                  %s (median of %d)\n", p.Round(time.Millisecond), runs)
+	fmt.Printf("speed-up: %.1fx (required: %.1fx)\n", ratio, minRatio)
+	if ratio < minRatio {
+		return fmt.Errorf("speed-up %.1fx is below %.1fx", ratio, minRatio)
+	}
+	return nil
+}
+
+// No namespace is deleted by the benchmark.
+const nNamespacesTerminating = 0
+
+func median(ds []time.Duration) time.Duration {
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[len(s)/2]
+}
+
+var gvrCRD = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+func installCRDs(ctx context.Context, dyn dynamic.Interface, n int) ([]schema.GroupVersionResource, error) {
+	var out []schema.GroupVersionResource
+	for i := range n {
+		group := fmt.Sprintf("g%d.bench.teardown.test", i)
+		plural := fmt.Sprintf("things%d", i)
+		crd := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+			"metadata": map[string]any{"name": plural + "." + group},
+			"spec": map[string]any{"group": group, "scope": "Namespaced",
+				"names": map[string]any{"plural": plural, "singular": fmt.Sprintf("thing%d", i), "kind": fmt.Sprintf("Thing%d", i), "listKind": fmt.Sprintf("Thing%dList", i)},
+				"versions": []any{map[string]any{"name": "v1", "served": true, "storage": true,
+					"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}},
+		}}
+		if _, err := dyn.Resource(gvrCRD).Create(ctx, crd, metav1.CreateOptions{}); err != nil {
+			return nil, fmt.Errorf("creating CRD %s: %w", plural, err)
+		}
+		out = append(out, schema.GroupVersionResource{Group: group, Version: "v1", Resource: plural})
+	}
+	// Wait until every kind serves.
+	for _, gvr := range out {
+		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+			_, err := dyn.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1})
+			return err == nil, nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("waiting for %s: %w", gvr, err)
+		}
+	}
+	return out, nil
+}
+
+// createObjects creates n custom resources; a fraction carry a finalizer and
+// are deleted, so they stay Terminating. It returns how many.
+func createObjects(ctx context.Context, dyn dynamic.Interface, kinds []schema.GroupVersionResource, n, nNamespaces int, terminating float64) (int, error) {
+	for i := range nNamespaces {
+		ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": fmt.Sprintf("bench-%d", i)}}}
+		if _, err := dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+			return 0, err
+		}
+	}
+	every := 0
+	if terminating > 0 {
+		every = int(1 / terminating)
+	}
+	var (
+		next, held atomic.Int64
+		firstErr   error
+		mu         sync.Mutex
+		wg         sync.WaitGroup
+	)
+	for range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				gvr := kinds[i%len(kinds)]
+				ns := fmt.Sprintf("bench-%d", i%nNamespaces)
+				name := fmt.Sprintf("obj-%d", i)
+				hold := every > 0 && i%every == 0
+				meta := map[string]any{"name": name, "namespace": ns}
+				if hold {
+					meta["finalizers"] = []any{"bench.teardown.test/hold"}
+				}
+				obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": gvr.GroupVersion().String(), "kind": "", "metadata": meta, "spec": map[string]any{"index": int64(i)}}}
+				obj.SetKind(kindOf(gvr))
+				_, err := dyn.Resource(gvr).Namespace(ns).Create(ctx, obj, metav1.CreateOptions{})
+				if err == nil && hold {
+					err = dyn.Resource(gvr).Namespace(ns).Delete(ctx, name, metav1.DeleteOptions{})
+					held.Add(1)
+				}
+				if err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = fmt.Errorf("creating %s %s/%s: %w", gvr.Resource, ns, name, err)
+					}
+					mu.Unlock()
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return int(held.Load()), firstErr
+}
+
+func kindOf(gvr schema.GroupVersionResource) string {
+	return "Thing" + strings.TrimPrefix(gvr.Resource, "things")
+}
+
+// kubectlLoop is the usual recipe:
+//
+//	kubectl api-resources --verbs=list -o name | xargs -n 1 kubectl get -A -o json
+//
+// counting the items with a deletionTimestamp.
+func kubectlLoop(kubectl string, env []string) (time.Duration, int, error) {
+	start := time.Now()
+	cmd := exec.Command(kubectl, "api-resources", "--verbs=list", "-o", "name")
+	cmd.Env = env
+	out, err := cmd.Output()
+	if err != nil {
+		return 0, 0, fmt.Errorf("kubectl api-resources: %w", err)
+	}
+	found := 0
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		res := strings.TrimSpace(sc.Text())
+		if res == "" || res == "events" || res == "events.events.k8s.io" {
+			continue
+		}
+		get := exec.Command(kubectl, "get", res, "-A", "-o", "json", "--ignore-not-found")
+		get.Env = env
+		var stdout bytes.Buffer
+		get.Stdout = &stdout
+		if err := get.Run(); err != nil {
+			continue // forbidden or not listable: the loop carries on, as xargs does
+		}
+		var list struct {
+			Items []struct {
+				Metadata struct {
+					DeletionTimestamp *string `json:"deletionTimestamp"`
+				} `json:"metadata"`
+			} `json:"items"`
+		}
+		if json.Unmarshal(stdout.Bytes(), &list) != nil {
+			continue
+		}
+		for _, it := range list.Items {
+			if it.Metadata.DeletionTimestamp != nil {
+				found++
+			}
+		}
+	}
+	return time.Since(start), found, nil
+}
+
+func pluginStatus(plugin string, env []string) (time.Duration, int, error) {
+	start := time.Now()
+	cmd := exec.Command(plugin, "status", "-o", "json")
+	cmd.Env = env
+	out, err := cmd.Output()
+	if err != nil {
+		return 0, 0, fmt.Errorf("kubectl teardown status: %w", err)
+	}
+	d := time.Since(start)
+	var rep struct {
+		Items []json.RawMessage `json:"items"`
+	}
+	if err := json.Unmarshal(out, &rep); err != nil {
+		return 0, 0, fmt.Errorf("decoding status: %w", err)
+	}
+	return d, len(rep.Items), nil
+}
