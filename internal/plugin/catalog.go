@@ -166,12 +166,14 @@ func finalizerDomain(f string) string {
 }
 
 // groupMatchesDomain says whether an API group and a finalizer domain belong
-// together: equal, or one a subdomain of the other.
+// together: equal, or the domain a subdomain of the group
+// (cleanup.widgets.io for widgets.io). A group below the domain does not
+// match: example.com/x says nothing about metrics.example.com.
 func groupMatchesDomain(group, domain string) bool {
 	if group == "" || domain == "" {
 		return false
 	}
-	return group == domain || strings.HasSuffix(domain, "."+group) || strings.HasSuffix(group, "."+domain)
+	return group == domain || strings.HasSuffix(domain, "."+group)
 }
 
 // genericManagers are field managers of people and generic tools: they add

@@ -89,7 +89,7 @@ func TestGroupMatchesDomain(t *testing.T) {
 		want          bool
 	}{
 		{"example.com", "example.com", true},
-		{"widgets.example.com", "example.com", true},
+		{"widgets.example.com", "example.com", false},
 		{"example.com", "cleanup.example.com", true},
 		{"example.org", "example.com", false},
 		{"", "example.com", false},
