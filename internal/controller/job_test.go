@@ -19,6 +19,7 @@ import (
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/internal/steps"
+	"github.com/teardown-dev/teardown/internal/testenv"
 	"github.com/teardown-dev/teardown/pkg/finalizer"
 )
 
@@ -45,7 +46,7 @@ func waitForJob(t *testing.T, pol *teardownv1alpha1.TeardownPolicy, target clien
 	t.Helper()
 	job := &batchv1.Job{}
 	key := client.ObjectKey{Namespace: pol.Namespace, Name: steps.JobName(string(pol.UID), string(target.GetUID()), "drain-agents")}
-	eventually(t, 20*time.Second, "the cleanup Job", func(ctx context.Context) (bool, error) {
+	testenv.Eventually(t, 20*time.Second, "the cleanup Job", func(ctx context.Context) (bool, error) {
 		return k8s.Get(ctx, key, job) == nil, nil
 	})
 	return job
@@ -80,13 +81,13 @@ func finishJob(t *testing.T, job *batchv1.Job, succeeded bool) {
 // identity; the target stays until the Job completes, then goes, and the Job
 // is removed.
 func TestJobStepMustSucceedBeforeRelease(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.NewNamespace(t, k8s)
 	pol := jobPolicy(ns, "agents", "ok", teardownv1alpha1.FailureRetry)
 	create(t, pol)
 	mustBeReady(t, pol)
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "agent-config", Namespace: ns, Labels: map[string]string{"job": "ok"}}}
 	create(t, cm)
-	eventually(t, 20*time.Second, "the finalizer", hasFinalizer(cm, ns+".teardown.dev/agents"))
+	testenv.Eventually(t, 20*time.Second, "the finalizer", hasFinalizer(cm, ns+".teardown.dev/agents"))
 	del(t, cm)
 	job := waitForJob(t, pol, cm)
 
@@ -106,14 +107,14 @@ func TestJobStepMustSucceedBeforeRelease(t *testing.T) {
 		t.Fatal("target released while its cleanup Job was still running")
 	}
 	finishJob(t, job, true)
-	eventually(t, 20*time.Second, "the target to be gone", gone(cm))
-	eventually(t, 20*time.Second, "the Job to be removed", gone(job))
+	testenv.Eventually(t, 20*time.Second, "the target to be gone", testenv.Gone(k8s, cm))
+	testenv.Eventually(t, 20*time.Second, "the Job to be removed", testenv.Gone(k8s, job))
 }
 
 // TestFailedJobWithReleasePolicy: a failing Job whose step says Release
 // releases the target and records why.
 func TestFailedJobWithReleasePolicy(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.NewNamespace(t, k8s)
 	pol := jobPolicy(ns, "agents-release", "fail", teardownv1alpha1.FailureRelease)
 	create(t, pol)
 	mustBeReady(t, pol)
@@ -121,10 +122,10 @@ func TestFailedJobWithReleasePolicy(t *testing.T) {
 		Finalizers: []string{"third.example.com/hold"}}}
 	create(t, cm)
 	key := ns + ".teardown.dev/agents-release"
-	eventually(t, 20*time.Second, "the finalizer", hasFinalizer(cm, key))
+	testenv.Eventually(t, 20*time.Second, "the finalizer", hasFinalizer(cm, key))
 	del(t, cm)
 	finishJob(t, waitForJob(t, pol, cm), false)
-	eventually(t, 20*time.Second, "the finalizer to be released", lacksFinalizer(cm, key))
+	testenv.Eventually(t, 20*time.Second, "the finalizer to be released", lacksFinalizer(cm, key))
 	note := waitForEvent(t, ns, cm.Name, finalizer.ReasonFinalizerReleased)
 	if !strings.Contains(note, "drain-agents failed") || !strings.Contains(note, "drain script exited 1") {
 		t.Errorf("release Event says %q, want the step and the Job's failure", note)

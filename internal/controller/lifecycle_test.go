@@ -21,6 +21,7 @@ import (
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/internal/steps"
+	"github.com/teardown-dev/teardown/internal/testenv"
 	"github.com/teardown-dev/teardown/pkg/finalizer"
 )
 
@@ -45,7 +46,7 @@ func labelled(ns, name string, labels ...string) *corev1.ConfigMap {
 // finalizer from every object it guarded, the Terminating ones included, so
 // nothing is left stuck; then the policy itself goes.
 func TestDeletedPolicyReleasesEveryObject(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.NewNamespace(t, k8s)
 	pol := &teardownv1alpha1.TeardownPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: "sticky", Namespace: ns},
 		Spec: teardownv1alpha1.TeardownPolicySpec{
@@ -63,7 +64,7 @@ func TestDeletedPolicyReleasesEveryObject(t *testing.T) {
 		cms = append(cms, cm)
 	}
 	for _, cm := range cms {
-		eventually(t, 20*time.Second, "the finalizer on "+cm.Name, hasFinalizer(cm, key))
+		testenv.Eventually(t, 20*time.Second, "the finalizer on "+cm.Name, hasFinalizer(cm, key))
 	}
 	del(t, cms[0]) // stuck on the never-true step
 	time.Sleep(time.Second)
@@ -72,8 +73,8 @@ func TestDeletedPolicyReleasesEveryObject(t *testing.T) {
 	}
 
 	del(t, pol)
-	eventually(t, 20*time.Second, "the policy to be gone", gone(pol))
-	eventually(t, 20*time.Second, "the Terminating object to be gone", gone(cms[0]))
+	testenv.Eventually(t, 20*time.Second, "the policy to be gone", testenv.Gone(k8s, pol))
+	testenv.Eventually(t, 20*time.Second, "the Terminating object to be gone", testenv.Gone(k8s, cms[0]))
 	for _, cm := range cms[1:] {
 		if ok, err := hasFinalizer(cm, key)(t.Context()); ok || err != nil {
 			t.Errorf("%s still carries %s after its policy was deleted (err %v)", cm.Name, key, err)
@@ -88,7 +89,7 @@ func TestDeletedPolicyReleasesEveryObject(t *testing.T) {
 // TestUnmatchedObjectIsReleased: relabelling an object out of a policy's
 // selector releases its finalizer.
 func TestUnmatchedObjectIsReleased(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.NewNamespace(t, k8s)
 	pol := &teardownv1alpha1.TeardownPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: "selective", Namespace: ns},
 		Spec: teardownv1alpha1.TeardownPolicySpec{
@@ -100,12 +101,12 @@ func TestUnmatchedObjectIsReleased(t *testing.T) {
 	key := ns + ".teardown.dev/selective"
 	cm := labelled(ns, "db-config", "tier", "db")
 	create(t, cm)
-	eventually(t, 20*time.Second, "the finalizer", hasFinalizer(cm, key))
+	testenv.Eventually(t, 20*time.Second, "the finalizer", hasFinalizer(cm, key))
 	patch := client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"labels":{"tier":"web"}}}`))
 	if err := k8s.Patch(t.Context(), cm, patch); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 20*time.Second, "the finalizer to be released", lacksFinalizer(cm, key))
+	testenv.Eventually(t, 20*time.Second, "the finalizer to be released", lacksFinalizer(cm, key))
 	note := waitForEvent(t, ns, cm.Name, finalizer.ReasonFinalizerReleased)
 	if !strings.Contains(note, "no longer matches TeardownPolicy "+ns+"/selective") {
 		t.Errorf("release Event says %q, want that the object no longer matches", note)
@@ -115,7 +116,7 @@ func TestUnmatchedObjectIsReleased(t *testing.T) {
 // TestPolicyDeadline: one policy whose cleanup never finishes, with Release
 // on its deadline, lets its object go; one with Block keeps it.
 func TestPolicyDeadline(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.NewNamespace(t, k8s)
 	for _, onDeadline := range []teardownv1alpha1.DeadlineAction{teardownv1alpha1.DeadlineRelease, teardownv1alpha1.DeadlineBlock} {
 		name := strings.ToLower(string(onDeadline))
 		create(t, &teardownv1alpha1.TeardownPolicy{
@@ -131,11 +132,11 @@ func TestPolicyDeadline(t *testing.T) {
 	released, blocked := labelled(ns, "released", "deadline", "release"), labelled(ns, "blocked", "deadline", "block")
 	create(t, released)
 	create(t, blocked)
-	eventually(t, 20*time.Second, "the Release policy's finalizer", hasFinalizer(released, ns+".teardown.dev/release"))
-	eventually(t, 20*time.Second, "the Block policy's finalizer", hasFinalizer(blocked, ns+".teardown.dev/block"))
+	testenv.Eventually(t, 20*time.Second, "the Release policy's finalizer", hasFinalizer(released, ns+".teardown.dev/release"))
+	testenv.Eventually(t, 20*time.Second, "the Block policy's finalizer", hasFinalizer(blocked, ns+".teardown.dev/block"))
 	del(t, released)
 	del(t, blocked)
-	eventually(t, 20*time.Second, "the Release object to be gone", gone(released))
+	testenv.Eventually(t, 20*time.Second, "the Release object to be gone", testenv.Gone(k8s, released))
 	waitForEvent(t, ns, blocked.Name, finalizer.ReasonDeadlineExceeded)
 	got := &corev1.ConfigMap{}
 	if err := k8s.Get(t.Context(), client.ObjectKeyFromObject(blocked), got); err != nil {
@@ -143,7 +144,7 @@ func TestPolicyDeadline(t *testing.T) {
 	}
 	// The Block policy's status says what the object waits on.
 	pol := &teardownv1alpha1.TeardownPolicy{}
-	eventually(t, 20*time.Second, "the Block policy to report its blocked object", func(ctx context.Context) (bool, error) {
+	testenv.Eventually(t, 20*time.Second, "the Block policy to report its blocked object", func(ctx context.Context) (bool, error) {
 		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "block"}, pol); err != nil {
 			return false, err
 		}
@@ -159,13 +160,13 @@ func TestPolicyDeadline(t *testing.T) {
 	}
 	// Deleting the policy releases it.
 	del(t, pol)
-	eventually(t, 20*time.Second, "the Block object to be gone once its policy is deleted", gone(blocked))
+	testenv.Eventually(t, 20*time.Second, "the Block object to be gone once its policy is deleted", testenv.Gone(k8s, blocked))
 }
 
 // TestNamespaceDeletionWaitsForCleanup: deleting a namespace whose objects
 // are guarded finishes once their cleanup ran.
 func TestNamespaceDeletionWaitsForCleanup(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.NewNamespace(t, k8s)
 	var mu sync.Mutex
 	cleaned := map[string]bool{}
 	srv := newCleanupServer(t, func(_ int, req steps.WebhookRequest, w http.ResponseWriter) {
@@ -188,13 +189,13 @@ func TestNamespaceDeletionWaitsForCleanup(t *testing.T) {
 	for _, n := range names {
 		cm := labelled(ns, n, "guard", "yes")
 		create(t, cm)
-		eventually(t, 20*time.Second, "the finalizer on "+n, hasFinalizer(cm, key))
+		testenv.Eventually(t, 20*time.Second, "the finalizer on "+n, hasFinalizer(cm, key))
 	}
 	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
 	del(t, nsObj)
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
-	if err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, gone(nsObj)); err != nil {
+	if err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, testenv.Gone(k8s, nsObj)); err != nil {
 		got := &corev1.Namespace{}
 		_ = k8s.Get(t.Context(), client.ObjectKeyFromObject(nsObj), got)
 		t.Fatalf("namespace not gone: %v; its conditions: %+v", err, got.Status.Conditions)
@@ -212,7 +213,7 @@ func TestNamespaceDeletionWaitsForCleanup(t *testing.T) {
 // condition or a cluster-scoped target in a namespaced policy reports why in
 // its Ready condition, and never disturbs a good policy beside it.
 func TestPolicyThatCannotBeServed(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.NewNamespace(t, k8s)
 	cases := map[string]struct {
 		spec       teardownv1alpha1.TeardownPolicySpec
 		wantReason string
@@ -266,7 +267,7 @@ func TestPolicyThatCannotBeServed(t *testing.T) {
 	mustBeReady(t, good)
 	cm := labelled(ns, "guarded", "good", "yes")
 	create(t, cm)
-	eventually(t, 20*time.Second, "the good policy to guard its object", hasFinalizer(cm, ns+".teardown.dev/good"))
+	testenv.Eventually(t, 20*time.Second, "the good policy to guard its object", hasFinalizer(cm, ns+".teardown.dev/good"))
 	del(t, cm)
-	eventually(t, 20*time.Second, "the object to go", gone(cm))
+	testenv.Eventually(t, 20*time.Second, "the object to go", testenv.Gone(k8s, cm))
 }

@@ -9,24 +9,19 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/pem"
-	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -92,21 +87,6 @@ func TestMain(m *testing.M) {
 	})
 }
 
-var nsCounter atomic.Int64
-
-func newNamespace(t *testing.T) string {
-	t.Helper()
-	name := fmt.Sprintf("%s-%d", strings.ToLower(t.Name()), nsCounter.Add(1))
-	name = strings.NewReplacer("/", "-", "_", "-").Replace(name)
-	if len(name) > 60 {
-		name = strings.TrimLeft(name[len(name)-60:], "-")
-	}
-	if err := k8s.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
-		t.Fatalf("creating namespace: %v", err)
-	}
-	return name
-}
-
 func create(t *testing.T, obj client.Object) {
 	t.Helper()
 	if err := k8s.Create(t.Context(), obj); err != nil {
@@ -118,25 +98,6 @@ func del(t *testing.T, obj client.Object, opts ...client.DeleteOption) {
 	t.Helper()
 	if err := k8s.Delete(t.Context(), obj, opts...); err != nil && !apierrors.IsNotFound(err) {
 		t.Fatalf("deleting %T %s: %v", obj, obj.GetName(), err)
-	}
-}
-
-func eventually(t *testing.T, timeout time.Duration, what string, cond func(ctx context.Context) (bool, error)) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), timeout)
-	defer cancel()
-	if err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, cond); err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
-	}
-}
-
-func gone(obj client.Object) func(ctx context.Context) (bool, error) {
-	return func(ctx context.Context) (bool, error) {
-		err := k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj.DeepCopyObject().(client.Object))
-		if apierrors.IsNotFound(err) {
-			return true, nil
-		}
-		return false, err
 	}
 }
 
@@ -166,7 +127,7 @@ func lacksFinalizer(obj client.Object, key string) func(ctx context.Context) (bo
 func ready(t *testing.T, pol client.Object) metav1.Condition {
 	t.Helper()
 	var cond metav1.Condition
-	eventually(t, 20*time.Second, "the policy's Ready condition", func(ctx context.Context) (bool, error) {
+	testenv.Eventually(t, 20*time.Second, "the policy's Ready condition", func(ctx context.Context) (bool, error) {
 		got := pol.DeepCopyObject().(client.Object)
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(pol), got); err != nil {
 			return false, err
@@ -199,7 +160,7 @@ func mustBeReady(t *testing.T, pol client.Object) {
 func waitForEvent(t *testing.T, ns, name, reason string) string {
 	t.Helper()
 	var note string
-	eventually(t, 20*time.Second, "a "+reason+" Event", func(ctx context.Context) (bool, error) {
+	testenv.Eventually(t, 20*time.Second, "a "+reason+" Event", func(ctx context.Context) (bool, error) {
 		list := &eventsv1.EventList{}
 		if err := k8s.List(ctx, list, client.InNamespace(ns)); err != nil {
 			return false, err

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/testenv"
 )
 
 // kubeletHold stands in for a kubelet's graceful termination: no kubelet
@@ -44,7 +45,7 @@ func installAgent(t *testing.T, ns, app string) *agentInstall {
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{ServiceAccountName: app, Containers: []corev1.Container{{Name: "agent", Image: "agent:1"}}},
+				Spec:       corev1.PodSpec{ServiceAccountName: app, Containers: []corev1.Container{{Name: "agent", Image: "agent:1"}}},
 			},
 		},
 	}}
@@ -88,7 +89,7 @@ func (a *agentInstall) uninstall(t *testing.T) {
 func (a *agentInstall) podsTerminating(t *testing.T) {
 	t.Helper()
 	for _, p := range a.pods {
-		eventually(t, 30*time.Second, "the garbage collector to delete "+p.Name, func(ctx context.Context) (bool, error) {
+		testenv.Eventually(t, 30*time.Second, "the garbage collector to delete "+p.Name, func(ctx context.Context) (bool, error) {
 			got := &corev1.Pod{}
 			err := k8s.Get(ctx, client.ObjectKeyFromObject(p), got)
 			return err == nil && got.DeletionTimestamp != nil, client.IgnoreNotFound(err)
@@ -124,13 +125,13 @@ func (a *agentInstall) rbacPresent(ctx context.Context) (present []string, err e
 // pods are still terminating; with a ClusterTeardownPolicy that waits for
 // the pods, it stays until they are gone.
 func TestOrderedUninstall(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.NewNamespace(t, k8s)
 
 	t.Run("without a policy the RBAC goes first", func(t *testing.T) {
 		a := installAgent(t, ns, "bare-agent")
 		a.uninstall(t)
 		a.podsTerminating(t)
-		eventually(t, 10*time.Second, "the RBAC objects to vanish", func(ctx context.Context) (bool, error) {
+		testenv.Eventually(t, 10*time.Second, "the RBAC objects to vanish", func(ctx context.Context) (bool, error) {
 			present, err := a.rbacPresent(ctx)
 			return len(present) == 0, err
 		})
@@ -164,7 +165,7 @@ func TestOrderedUninstall(t *testing.T) {
 		mustBeReady(t, pol)
 		a := installAgent(t, ns, app)
 		for _, o := range a.rbac {
-			eventually(t, 20*time.Second, fmt.Sprintf("the finalizer on %T", o), hasFinalizer(o, "teardown.dev/agent-rbac-last"))
+			testenv.Eventually(t, 20*time.Second, fmt.Sprintf("the finalizer on %T", o), hasFinalizer(o, "teardown.dev/agent-rbac-last"))
 		}
 		a.uninstall(t)
 		a.podsTerminating(t)
@@ -178,9 +179,9 @@ func TestOrderedUninstall(t *testing.T) {
 		}
 		a.stopPods(t)
 		for _, p := range a.pods {
-			eventually(t, 20*time.Second, p.Name+" gone", gone(p))
+			testenv.Eventually(t, 20*time.Second, p.Name+" gone", testenv.Gone(k8s, p))
 		}
-		eventually(t, 20*time.Second, "the RBAC objects to go after the pods", func(ctx context.Context) (bool, error) {
+		testenv.Eventually(t, 20*time.Second, "the RBAC objects to go after the pods", func(ctx context.Context) (bool, error) {
 			present, err := a.rbacPresent(ctx)
 			return len(present) == 0, err
 		})

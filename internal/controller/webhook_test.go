@@ -20,6 +20,7 @@ import (
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/internal/steps"
+	"github.com/teardown-dev/teardown/internal/testenv"
 )
 
 // TestDeclaredServiceFinalizerRunsWebhook: a Service whose manifest declares
@@ -27,7 +28,7 @@ import (
 // Service calls the webhook with the Service's identity, then the Service is
 // gone.
 func TestDeclaredServiceFinalizerRunsWebhook(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.NewNamespace(t, k8s)
 	srv := newCleanupServer(t, func(_ int, _ steps.WebhookRequest, w http.ResponseWriter) {
 		answerJSON(w, http.StatusOK, steps.WebhookResponse{Status: steps.WebhookSuccess})
 	})
@@ -57,7 +58,7 @@ func TestDeclaredServiceFinalizerRunsWebhook(t *testing.T) {
 	create(t, plain)
 
 	del(t, svc)
-	eventually(t, 20*time.Second, "the Service to be gone", gone(svc))
+	testenv.Eventually(t, 20*time.Second, "the Service to be gone", testenv.Gone(k8s, svc))
 	calls := srv.calls()
 	if len(calls) != 1 {
 		t.Fatalf("webhook called %d times, want 1", len(calls))
@@ -73,7 +74,7 @@ func TestDeclaredServiceFinalizerRunsWebhook(t *testing.T) {
 		t.Errorf("webhook request context = %+v", calls[0])
 	}
 	del(t, plain)
-	eventually(t, 10*time.Second, "the unmarked Service to go at once", gone(plain))
+	testenv.Eventually(t, 10*time.Second, "the unmarked Service to go at once", testenv.Gone(k8s, plain))
 	if n := len(srv.calls()); n != 1 {
 		t.Errorf("webhook called %d times after deleting an unmarked Service, want still 1", n)
 	}
@@ -84,7 +85,7 @@ func TestDeclaredServiceFinalizerRunsWebhook(t *testing.T) {
 // succeeds. The object stays until success, and the external record is
 // removed exactly once in effect.
 func TestWebhookRetriedUntilSuccess(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.NewNamespace(t, k8s)
 	var mu sync.Mutex
 	records := map[string]bool{} // the external system's state
 	removals := 0
@@ -123,18 +124,18 @@ func TestWebhookRetriedUntilSuccess(t *testing.T) {
 	key := ns + ".teardown.dev/external"
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "bucket", Namespace: ns, Labels: map[string]string{"external": "record"}}}
 	create(t, cm)
-	eventually(t, 20*time.Second, "the derived finalizer "+key, hasFinalizer(cm, key))
+	testenv.Eventually(t, 20*time.Second, "the derived finalizer "+key, hasFinalizer(cm, key))
 	mu.Lock()
 	records[string(cm.UID)] = true
 	mu.Unlock()
 
 	del(t, cm)
-	eventually(t, 10*time.Second, "three failed attempts", func(context.Context) (bool, error) { return len(srv.calls()) >= 3, nil })
+	testenv.Eventually(t, 10*time.Second, "three failed attempts", func(context.Context) (bool, error) { return len(srv.calls()) >= 3, nil })
 	held := &corev1.ConfigMap{}
 	if err := k8s.Get(t.Context(), client.ObjectKeyFromObject(cm), held); err != nil {
 		t.Fatalf("object gone while the webhook was failing: %v", err)
 	}
-	eventually(t, 60*time.Second, "the object to be gone after success", gone(cm))
+	testenv.Eventually(t, 60*time.Second, "the object to be gone after success", testenv.Gone(k8s, cm))
 	mu.Lock()
 	defer mu.Unlock()
 	if removals != 1 || len(records) != 0 {

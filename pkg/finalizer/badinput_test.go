@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/teardown-dev/teardown/internal/testenv"
 	"github.com/teardown-dev/teardown/pkg/finalizer"
 )
 
@@ -135,7 +136,7 @@ func TestUnknownKindIsAClearError(t *testing.T) {
 // its timeout or answers nonsense is a Retry with a clear error, never a
 // removal.
 func TestMisbehavingHandlersKeepTheFinalizer(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.NewNamespace(t, k8s)
 	cases := map[string]struct {
 		handler finalizer.HandlerFunc
 		wantErr string

@@ -26,6 +26,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/teardown-dev/teardown/internal/testenv"
 	"github.com/teardown-dev/teardown/pkg/finalizer"
 )
 
@@ -149,7 +150,7 @@ func eventsFor(ctx context.Context, ns, name, reason string) ([]eventsv1.Event, 
 func waitForEvent(t *testing.T, ns, name, reason string) string {
 	t.Helper()
 	var note string
-	eventually(t, 20*time.Second, "a "+reason+" Event", func(ctx context.Context) (bool, error) {
+	testenv.Eventually(t, 20*time.Second, "a "+reason+" Event", func(ctx context.Context) (bool, error) {
 		evs, err := eventsFor(ctx, ns, name, reason)
 		if err != nil || len(evs) == 0 {
 			return false, err

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/teardown-dev/teardown/internal/testenv"
 	"github.com/teardown-dev/teardown/pkg/finalizer"
 )
 
@@ -51,7 +52,7 @@ func (c *counter) get(name string) int {
 // same objects at once. Neither clobbers the other's key when adding, both
 // cleanups run, and every object goes away.
 func TestTwoControllersRacing(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.NewNamespace(t, k8s)
 	const objects = 20
 	const keyA, keyB = "a.example.com/cleanup", "b.example.com/cleanup"
 	var ranA, ranB counter
@@ -78,13 +79,13 @@ func TestTwoControllersRacing(t *testing.T) {
 		cms = append(cms, guarded(t, ns, fmt.Sprintf("cm-%d", i), initial...))
 	}
 	for _, cm := range cms {
-		eventually(t, 30*time.Second, "both finalizers on "+cm.Name, hasFinalizers(cm, keyA, keyB))
+		testenv.Eventually(t, 30*time.Second, "both finalizers on "+cm.Name, hasFinalizers(cm, keyA, keyB))
 	}
 	for i, cm := range cms {
 		deleteObject(t, cm)
 		if i%2 == 0 {
 			// Both controllers must finish while the third party still holds it.
-			eventually(t, 30*time.Second, "both cleanups on "+cm.Name, func(ctx context.Context) (bool, error) {
+			testenv.Eventually(t, 30*time.Second, "both cleanups on "+cm.Name, func(ctx context.Context) (bool, error) {
 				got := &corev1.ConfigMap{}
 				if err := k8s.Get(ctx, client.ObjectKeyFromObject(cm), got); err != nil {
 					return false, err
@@ -98,7 +99,7 @@ func TestTwoControllersRacing(t *testing.T) {
 		}
 	}
 	for _, cm := range cms {
-		eventually(t, 30*time.Second, cm.Name+" gone", gone(cm))
+		testenv.Eventually(t, 30*time.Second, cm.Name+" gone", testenv.Gone(k8s, cm))
 		if ranA.get(cm.Name) < 1 || ranB.get(cm.Name) < 1 {
 			t.Errorf("%s: cleanup A ran %d times, B %d times; want both at least once", cm.Name, ranA.get(cm.Name), ranB.get(cm.Name))
 		}
@@ -110,7 +111,7 @@ func TestTwoControllersRacing(t *testing.T) {
 // copy brings back a removed finalizer or drops a concurrent one.
 func TestStaleCopyNeverReaddsRemovedFinalizer(t *testing.T) {
 	ctx := t.Context()
-	ns := newNamespace(t)
+	ns := testenv.NewNamespace(t, k8s)
 	c := finalizer.ForClient(k8s, nil)
 	const keyA, keyB = "a.example.com/cleanup", "b.example.com/cleanup"
 	done := func(context.Context, client.Object) finalizer.Result { return finalizer.Done() }
@@ -171,7 +172,7 @@ func TestStaleCopyNeverReaddsRemovedFinalizer(t *testing.T) {
 // deadline passes, and what was skipped is recorded on the object and in an
 // Event.
 func TestDeadlineRelease(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.NewNamespace(t, k8s)
 	const key = "deadline.example.com/release"
 	var calls atomic.Int32
 	before := metricValue(t, "teardown_finalizer_releases_total", map[string]string{"finalizer": key, "cause": "deadline"})
@@ -183,9 +184,9 @@ func TestDeadlineRelease(t *testing.T) {
 	})
 	// A third party's finalizer keeps the object visible after the release.
 	cm := guarded(t, ns, "slow", "third.example.com/hold")
-	eventually(t, 20*time.Second, "finalizer added", hasFinalizers(cm, key))
+	testenv.Eventually(t, 20*time.Second, "finalizer added", hasFinalizers(cm, key))
 	deleteObject(t, cm)
-	eventually(t, 20*time.Second, "finalizer released", func(ctx context.Context) (bool, error) {
+	testenv.Eventually(t, 20*time.Second, "finalizer released", func(ctx context.Context) (bool, error) {
 		ok, err := hasFinalizers(cm, key)(ctx)
 		return !ok, err
 	})
@@ -216,7 +217,7 @@ func TestDeadlineRelease(t *testing.T) {
 // TestDeadlineBlock: with Block (the default), a passed deadline keeps the
 // object and says so; the finalizer goes only when the cleanup is done.
 func TestDeadlineBlock(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.NewNamespace(t, k8s)
 	const key = "deadline.example.com/block"
 	var finish atomic.Bool
 	startController(t, ns, func(f *finalizer.Finalizers) error {
@@ -228,7 +229,7 @@ func TestDeadlineBlock(t *testing.T) {
 		}), finalizer.WithDeadline(time.Second, finalizer.ExpiryBlock))
 	})
 	cm := guarded(t, ns, "blocked")
-	eventually(t, 20*time.Second, "finalizer added", hasFinalizers(cm, key))
+	testenv.Eventually(t, 20*time.Second, "finalizer added", hasFinalizers(cm, key))
 	deleteObject(t, cm)
 	waitForEvent(t, ns, cm.Name, finalizer.ReasonDeadlineExceeded)
 	time.Sleep(time.Second) // well past the deadline
@@ -244,7 +245,7 @@ func TestDeadlineBlock(t *testing.T) {
 		t.Errorf("progress record = %+v, want Pending with the deadline exceeded", progress)
 	}
 	finish.Store(true)
-	eventually(t, 20*time.Second, "object gone once the cleanup is done", gone(cm))
+	testenv.Eventually(t, 20*time.Second, "object gone once the cleanup is done", testenv.Gone(k8s, cm))
 }
 
 // TestForegroundDeletionWaitsForDependentCleanup deletes an owner with
@@ -253,7 +254,7 @@ func TestDeadlineBlock(t *testing.T) {
 // until the dependent's cleanup is done.
 func TestForegroundDeletionWaitsForDependentCleanup(t *testing.T) {
 	ctx := t.Context()
-	ns := newNamespace(t)
+	ns := testenv.NewNamespace(t, k8s)
 	const key = "gc.example.com/cleanup"
 	var finish atomic.Bool
 	var doneAt atomic.Int64
@@ -278,10 +279,10 @@ func TestForegroundDeletionWaitsForDependentCleanup(t *testing.T) {
 	if err := k8s.Create(ctx, dependent); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 20*time.Second, "dependent guarded", hasFinalizers(dependent, key))
+	testenv.Eventually(t, 20*time.Second, "dependent guarded", hasFinalizers(dependent, key))
 
 	deleteObject(t, owner, client.PropagationPolicy(metav1.DeletePropagationForeground))
-	eventually(t, 30*time.Second, "the garbage collector to delete the dependent", func(ctx context.Context) (bool, error) {
+	testenv.Eventually(t, 30*time.Second, "the garbage collector to delete the dependent", func(ctx context.Context) (bool, error) {
 		got := &corev1.ConfigMap{}
 		err := k8s.Get(ctx, client.ObjectKeyFromObject(dependent), got)
 		return err == nil && got.DeletionTimestamp != nil && pendingCalls.Load() > 0, err
@@ -295,7 +296,7 @@ func TestForegroundDeletionWaitsForDependentCleanup(t *testing.T) {
 		t.Errorf("owner finalizers = %v, want %s", got.Finalizers, metav1.FinalizerDeleteDependents)
 	}
 	finish.Store(true)
-	eventually(t, 30*time.Second, "the owner to be gone", gone(owner))
+	testenv.Eventually(t, 30*time.Second, "the owner to be gone", testenv.Gone(k8s, owner))
 	ownerGoneAt := time.Now().UnixNano()
 	if doneAt.Load() == 0 || doneAt.Load() > ownerGoneAt {
 		t.Errorf("owner went away before the dependent's cleanup reported done")
@@ -305,7 +306,7 @@ func TestForegroundDeletionWaitsForDependentCleanup(t *testing.T) {
 // TestDeletedBeforeGuarded: an object deleted before the finalizer was added
 // never gets its handler called, and this is reported.
 func TestDeletedBeforeGuarded(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.NewNamespace(t, k8s)
 	const key = "late.example.com/cleanup"
 	before := metricValue(t, "teardown_finalizer_unguarded_deletions_total", map[string]string{"finalizer": key})
 	// Someone else's finalizer keeps it visible, Terminating, without ours.

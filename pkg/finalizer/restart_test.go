@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/teardown-dev/teardown/internal/testenv"
 	"github.com/teardown-dev/teardown/pkg/finalizer"
 )
 
@@ -103,14 +104,14 @@ func readLog(path string) []string {
 // reported done.
 func TestRestartMidCleanup(t *testing.T) {
 	ctx := t.Context()
-	ns := newNamespace(t)
+	ns := testenv.NewNamespace(t, k8s)
 	logPath := t.TempDir() + "/cleanup.log"
 
 	first := startChild(t, ns, "hang", logPath)
 	cm := guarded(t, ns, "restarted")
-	eventually(t, 30*time.Second, "the first process to add its finalizer", hasFinalizers(cm, restartKey))
+	testenv.Eventually(t, 30*time.Second, "the first process to add its finalizer", hasFinalizers(cm, restartKey))
 	deleteObject(t, cm)
-	eventually(t, 30*time.Second, "the cleanup to start", func(context.Context) (bool, error) {
+	testenv.Eventually(t, 30*time.Second, "the cleanup to start", func(context.Context) (bool, error) {
 		return len(readLog(logPath)) > 0, nil
 	})
 	if err := first.Process.Kill(); err != nil {

@@ -15,13 +15,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/teardown-dev/teardown/internal/testenv"
 )
 
 // TestAPIServerFinalizerSemantics pins down the ground truth the library is
 // built on, against the real API server.
 func TestAPIServerFinalizerSemantics(t *testing.T) {
 	ctx := t.Context()
-	ns := newNamespace(t)
+	ns := testenv.NewNamespace(t, k8s)
 	cm := configMap(t, ns, "held", "example.com/hold")
 
 	// DELETE with a finalizer sets deletionTimestamp and keeps the object;
@@ -61,14 +63,14 @@ func TestAPIServerFinalizerSemantics(t *testing.T) {
 	if err := k8s.Patch(ctx, got, client.RawPatch(types.JSONPatchType, rm)); err != nil {
 		t.Fatalf("removing the last finalizer: %v", err)
 	}
-	eventually(t, 10*time.Second, "the object to be gone", gone(cm))
+	testenv.Eventually(t, 10*time.Second, "the object to be gone", testenv.Gone(k8s, cm))
 }
 
 // TestGuardedPatchRefusedOnStaleList shows why every write is guarded: a test
 // op against a stale list fails with 422 instead of clobbering.
 func TestGuardedPatchRefusedOnStaleList(t *testing.T) {
 	ctx := t.Context()
-	ns := newNamespace(t)
+	ns := testenv.NewNamespace(t, k8s)
 	cm := configMap(t, ns, "stale", "example.com/a", "example.com/b")
 	stale := cm.DeepCopy()
 	rm := []byte(`[{"op":"test","path":"/metadata/finalizers/0","value":"example.com/a"},{"op":"remove","path":"/metadata/finalizers/0"}]`)

@@ -6,18 +6,11 @@ SPDX-License-Identifier: Apache-2.0
 package finalizer_test
 
 import (
-	"context"
-	"fmt"
 	"os"
-	"strings"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -49,23 +42,6 @@ func TestMain(m *testing.M) {
 	})
 }
 
-var nsCounter atomic.Int64
-
-// newNamespace creates a namespace for one test.
-func newNamespace(t *testing.T) string {
-	t.Helper()
-	name := fmt.Sprintf("%s-%d", strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name())), nsCounter.Add(1))
-	if len(name) > 60 {
-		name = name[len(name)-60:]
-		name = strings.TrimLeft(name, "-")
-	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if err := k8s.Create(t.Context(), ns); err != nil {
-		t.Fatalf("creating namespace: %v", err)
-	}
-	return name
-}
-
 // configMap creates a ConfigMap carrying finalizers.
 func configMap(t *testing.T, ns, name string, finalizers ...string) *corev1.ConfigMap {
 	t.Helper()
@@ -74,25 +50,4 @@ func configMap(t *testing.T, ns, name string, finalizers ...string) *corev1.Conf
 		t.Fatalf("creating ConfigMap %s/%s: %v", ns, name, err)
 	}
 	return cm
-}
-
-// eventually polls cond until it holds or the timeout passes.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func(ctx context.Context) (bool, error)) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), timeout)
-	defer cancel()
-	if err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, cond); err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
-	}
-}
-
-// gone reports whether obj no longer exists.
-func gone(obj client.Object) func(ctx context.Context) (bool, error) {
-	return func(ctx context.Context) (bool, error) {
-		err := k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj.DeepCopyObject().(client.Object))
-		if apierrors.IsNotFound(err) {
-			return true, nil
-		}
-		return false, err
-	}
 }
