@@ -45,7 +45,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv("TEARDOWN_PLUGIN_UNIT_ONLY") != "" {
 		os.Exit(m.Run())
 	}
-	testenv.Main(m, testenv.Options{}, func(e *testenv.Env) {
+	// The teardown.dev CRDs, so explain can name the policy that owns a
+	// finalizer.
+	testenv.Main(m, testenv.Options{CRDDirectoryPaths: []string{"../../config/crd/bases"}}, func(e *testenv.Env) {
 		cfg = e.Config
 		kubeconfigPath = e.Kubeconfig
 		cs = kubernetes.NewForConfigOrDie(cfg)
