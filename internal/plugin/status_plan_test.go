@@ -6,8 +6,11 @@ SPDX-License-Identifier: Apache-2.0
 package plugin
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/utils/ptr"
 
 	"github.com/teardown-dev/teardown/pkg/finalizer"
@@ -126,4 +130,49 @@ func TestPlanCascade(t *testing.T) {
 		}
 	}
 	_ = types.UID("")
+}
+
+// status --watch refreshes until interrupted and shows a teardown finishing.
+func TestStatusWatch(t *testing.T) {
+	needCluster(t)
+	ns := newNamespace(t)
+	stuckConfigMap(t, ns, "soon-gone")
+	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Second)
+	defer cancel()
+	var out syncBuffer
+	flags := kubeFlags(t)
+	nsFlag := ns
+	flags.Namespace = &nsFlag
+	root := newRootCommand(flags, genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &out})
+	root.SetArgs([]string{"status", "-n", ns, "--watch", "--interval", "500ms"})
+	root.SetContext(ctx)
+	done := make(chan error, 1)
+	go func() { done <- root.Execute() }()
+	time.Sleep(1500 * time.Millisecond)
+	dropFinalizers(ns, "soon-gone")
+	if err := <-done; err != nil {
+		t.Fatalf("status --watch: %v", err)
+	}
+	got := out.String()
+	if !strings.Contains(got, "soon-gone") || !strings.HasSuffix(strings.TrimSpace(got), "Nothing is terminating.") || strings.Count(got, "NAMESPACE") < 2 {
+		t.Errorf("status --watch output:\n%s", got)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
