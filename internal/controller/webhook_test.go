@@ -8,6 +8,7 @@ package controller_test
 import (
 	"context"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -91,13 +92,15 @@ func TestWebhookRetriedUntilSuccess(t *testing.T) {
 	removals := 0
 	var throttledAt time.Time
 	var afterThrottle time.Duration
+	failing, failures := true, 0
 	srv := newCleanupServer(t, func(n int, req steps.WebhookRequest, w http.ResponseWriter) {
 		mu.Lock()
 		defer mu.Unlock()
 		switch {
-		case n <= 3:
+		case failing:
+			failures++
 			answerJSON(w, http.StatusInternalServerError, steps.WebhookResponse{Status: steps.WebhookFailure, Message: "database unavailable"})
-		case n == 4:
+		case throttledAt.IsZero():
 			throttledAt = time.Now()
 			w.Header().Set("Retry-After", "2")
 			w.WriteHeader(http.StatusTooManyRequests)
@@ -135,9 +138,25 @@ func TestWebhookRetriedUntilSuccess(t *testing.T) {
 	if err := k8s.Get(t.Context(), client.ObjectKeyFromObject(cm), held); err != nil {
 		t.Fatalf("object gone while the webhook was failing: %v", err)
 	}
+	// The policy's status says what failed, on which object and step.
+	testenv.Eventually(t, 20*time.Second, "the failure in the policy's status", func(ctx context.Context) (bool, error) {
+		got := &teardownv1alpha1.TeardownPolicy{}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(pol), got); err != nil {
+			return false, err
+		}
+		f := got.Status.RecentFailures
+		return got.Status.Blocked == 1 && len(f) == 1 && f[0].Object.Name == "bucket" && f[0].Step == "remove-record" &&
+			f[0].Reason == teardownv1alpha1.StepFailedReason && strings.Contains(f[0].Message, "database unavailable"), nil
+	})
+	mu.Lock()
+	failing = false
+	mu.Unlock()
 	testenv.Eventually(t, 60*time.Second, "the object to be gone after success", testenv.Gone(k8s, cm))
 	mu.Lock()
 	defer mu.Unlock()
+	if failures < 3 {
+		t.Errorf("webhook failed %d times, want at least 3 retries", failures)
+	}
 	if removals != 1 || len(records) != 0 {
 		t.Errorf("external record removed %d times (records left %v), want exactly once", removals, records)
 	}

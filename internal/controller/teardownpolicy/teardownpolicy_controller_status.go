@@ -33,6 +33,7 @@ func (r *Reconciler) count(ctx context.Context, pol *policy.Policy, status *tear
 	status.Guarded, status.Terminating, status.Blocked = 0, 0, 0
 	status.Released = int32(r.Targets.Released.Get(pol.Ref))
 	var blocked []teardownv1alpha1.BlockedObject
+	var failures []teardownv1alpha1.StepFailure
 	seen := map[schema.GroupVersionKind]bool{}
 	for _, t := range pol.Targets {
 		if seen[t.GVK] {
@@ -54,9 +55,12 @@ func (r *Reconciler) count(ctx context.Context, pol *policy.Policy, status *tear
 				continue
 			}
 			status.Terminating++
-			if b, ok := blockedOn(pol, t.GVK, obj); ok {
+			if b, failure, ok := blockedOn(pol, t.GVK, obj); ok {
 				status.Blocked++
 				blocked = append(blocked, b)
+				if failure != nil {
+					failures = append(failures, *failure)
+				}
 			}
 		}
 	}
@@ -66,13 +70,20 @@ func (r *Reconciler) count(ctx context.Context, pol *policy.Policy, status *tear
 		blocked = blocked[:maxBlockedObjects]
 	}
 	status.BlockedObjects = blocked
+	// Newest first, as status.recentFailures promises.
+	sort.Slice(failures, func(i, j int) bool { return failures[j].Time.Before(&failures[i].Time) })
+	if len(failures) > maxBlockedObjects {
+		failures = failures[:maxBlockedObjects]
+	}
+	status.RecentFailures = failures
 	return nil
 }
 
 // blockedOn says what a terminating object's cleanup waits on, from the
-// progress and step records the cleanup keeps on it. An object without a
-// record has not been attempted yet, or finished at its first attempt.
-func blockedOn(pol *policy.Policy, gvk schema.GroupVersionKind, obj *metav1.PartialObjectMetadata) (teardownv1alpha1.BlockedObject, bool) {
+// progress and step records the cleanup keeps on it, and the failure when its
+// last attempt failed. An object without a record has not been attempted
+// yet, or finished at its first attempt.
+func blockedOn(pol *policy.Policy, gvk schema.GroupVersionKind, obj *metav1.PartialObjectMetadata) (teardownv1alpha1.BlockedObject, *teardownv1alpha1.StepFailure, bool) {
 	var progress *finalizer.Progress
 	for _, p := range finalizer.ReadProgress(obj) {
 		if p.Finalizer == pol.Key {
@@ -80,7 +91,7 @@ func blockedOn(pol *policy.Policy, gvk schema.GroupVersionKind, obj *metav1.Part
 		}
 	}
 	if progress == nil || progress.State == finalizer.StateRelease {
-		return teardownv1alpha1.BlockedObject{}, false
+		return teardownv1alpha1.BlockedObject{}, nil, false
 	}
 	apiVersion, kind := gvk.ToAPIVersionAndKind()
 	b := teardownv1alpha1.BlockedObject{
@@ -96,11 +107,14 @@ func blockedOn(pol *policy.Policy, gvk schema.GroupVersionKind, obj *metav1.Part
 			b.Since = metav1.NewTime(state.Since)
 		}
 	}
+	var failure *teardownv1alpha1.StepFailure
 	switch {
 	case progress.DeadlineExceeded:
 		b.Reason = teardownv1alpha1.DeadlineExceededReason
 	case progress.State == finalizer.StateRetry:
 		b.Reason = teardownv1alpha1.StepFailedReason
+		failure = &teardownv1alpha1.StepFailure{Object: b.Object, Step: b.Step, Reason: b.Reason,
+			Message: progress.Message, Time: metav1.NewTime(progress.Updated)}
 	}
-	return b, true
+	return b, failure, true
 }
