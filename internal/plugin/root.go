@@ -29,8 +29,8 @@ const (
 	ExitError = 1
 	// ExitUsage: bad arguments or flags.
 	ExitUsage = 2
-	// ExitBlocked: explain found at least one blocker; status found at least
-	// one stuck object. Scripts can tell "stuck" from "failed".
+	// ExitBlocked: explain found at least one blocker. Scripts can tell
+	// "stuck" from "failed".
 	ExitBlocked = 3
 )
 
@@ -77,8 +77,7 @@ func newRootCommand(flags *genericclioptions.ConfigFlags, streams genericiooptio
 previews what a deletion would do, shows teardown progress, and removes a
 finalizer safely (dry-run first, evidence shown, audited).
 
-Exit codes: 0 ok, 1 error, 2 usage, 3 blocked (explain found a blocker,
-status found a stuck object).`,
+Exit codes: 0 ok, 1 error, 2 usage, 3 blocked (explain found a blocker).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl teardown"},
