@@ -233,7 +233,7 @@ func buildPlan(root metaItem, items []metaItem, policy string, steps map[string]
 			// A dependent with another live owner only loses this reference.
 			var other string
 			for _, r := range k.Obj.OwnerReferences {
-				if r.UID != it.Obj.UID && !deleted[r.UID] {
+				if r.UID != it.Obj.UID && r.UID != k.Obj.UID && !deleted[r.UID] {
 					if _, ok := byUID[r.UID]; ok {
 						other = fmt.Sprintf("%s %s", r.Kind, r.Name)
 					}

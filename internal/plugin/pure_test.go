@@ -1,0 +1,124 @@
+/*
+Copyright 2026 The Teardown Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package plugin
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+func TestSplitTargetArgs(t *testing.T) {
+	cases := []struct {
+		args      []string
+		typ, name string
+		wantErr   bool
+	}{
+		{[]string{"ns/shop"}, "ns", "shop", false},
+		{[]string{"configmap", "x"}, "configmap", "x", false},
+		{[]string{"widgets.example.com/w1"}, "widgets.example.com", "w1", false},
+		{[]string{"shop"}, "", "", true},
+		{[]string{"ns/", "x"}, "", "", true},
+		{[]string{"a", "b", "c"}, "", "", true},
+	}
+	for _, c := range cases {
+		typ, name, err := splitTargetArgs(c.args)
+		if typ != c.typ || name != c.name || (err != nil) != c.wantErr {
+			t.Errorf("splitTargetArgs(%v) = %q, %q, %v", c.args, typ, name, err)
+		}
+	}
+}
+
+func TestGuardedRemoval(t *testing.T) {
+	got, err := guardedRemoval("42", 1, "example.com/x", false, "audit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `[{"op":"test","path":"/metadata/resourceVersion","value":"42"},{"op":"test","path":"/metadata/finalizers/1","value":"example.com/x"},{"op":"remove","path":"/metadata/finalizers/1"},{"op":"add","path":"/metadata/annotations","value":{"teardown.dev/released-finalizer":"audit"}}]`
+	if diff := cmp.Diff(want, string(got)); diff != "" {
+		t.Errorf("guardedRemoval (-want +got):\n%s", diff)
+	}
+	got, _ = guardedRemoval("42", 0, "example.com/x", true, "audit")
+	var ops []map[string]any
+	_ = json.Unmarshal(got, &ops)
+	if ops[3]["path"] != "/metadata/annotations/teardown.dev~1released-finalizer" {
+		t.Errorf("annotation op = %v", ops[3])
+	}
+}
+
+func TestObjectBlocker(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	meta := func(fins []string, dts time.Time, ann map[string]string) *metav1.ObjectMeta {
+		return &metav1.ObjectMeta{Finalizers: fins, DeletionTimestamp: &metav1.Time{Time: dts}, Annotations: ann}
+	}
+	cases := []struct {
+		name, kind string
+		obj        *metav1.ObjectMeta
+		want       string
+	}{
+		{"pod in grace", "Pod", meta(nil, now.Add(30*time.Second), nil), "in grace period (30s left)"},
+		{"pod past grace", "Pod", meta(nil, now.Add(-time.Minute), nil), "past grace period: kubelet has not confirmed (node down?)"},
+		{"foreground", "ConfigMap", meta([]string{"foregroundDeletion"}, now, nil), "foregroundDeletion: waiting for blocking dependents"},
+		{"catalog", "PersistentVolumeClaim", meta([]string{"kubernetes.io/pvc-protection", "x.io/y"}, now, nil), "kubernetes.io/pvc-protection: waiting for pvc-protection controller (kube-controller-manager) (+1 more)"},
+		{"unknown", "ConfigMap", meta([]string{"x.io/y"}, now, nil), "x.io/y: owner unknown (run explain)"},
+		{"progress", "ConfigMap", meta([]string{"x.io/y"}, now, map[string]string{"progress.finalizer.teardown.dev/x.io_y": `{"finalizer":"x.io/y","state":"Retry","message":"boom","attempts":2,"updated":"2026-01-01T00:00:00Z","deadlineExceeded":true}`}),
+			"x.io/y: Retry (attempt 2): boom [deadline exceeded]"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := objectBlocker(c.kind, c.obj, now); got != c.want {
+				t.Errorf("objectBlocker = %q, want %q", got, c.want)
+			}
+		})
+	}
+}
+
+func TestNamespaceBlocker(t *testing.T) {
+	ns := func(conds ...corev1.NamespaceCondition) *corev1.Namespace {
+		return &corev1.Namespace{Status: corev1.NamespaceStatus{Conditions: conds}}
+	}
+	cond := func(typ, msg string) corev1.NamespaceCondition {
+		return corev1.NamespaceCondition{Type: corev1.NamespaceConditionType(typ), Status: corev1.ConditionTrue, Message: msg}
+	}
+	cases := []struct {
+		name string
+		ns   *corev1.Namespace
+		want string
+	}{
+		{"discovery", ns(cond(condDiscoveryFailure, "Discovery failed for some groups, 1 failing: unable to retrieve the complete list of server APIs: m.example.com/v1: stale GroupVersion discovery: m.example.com/v1")),
+			"API discovery failing for m.example.com/v1 (unavailable APIService)"},
+		{"webhook", ns(cond(condContentFailure, `failed calling webhook "w.example.com": dial tcp`)), "content deletion failing: webhook w.example.com"},
+		{"finalizers", ns(cond(condFinalizersRemaining, "Some content in the namespace has finalizers remaining: b.io/x in 2 resource instances, a.io/y in 1 resource instances")),
+			"content waits on finalizers a.io/y (1), b.io/x (2)"},
+		{"remaining", ns(cond(condContentRemaining, "Some resources are remaining: pods. has 2 resource instances")), "content remaining: 2 pods"},
+		{"no conditions", ns(), "no condition yet: namespace controller has not run"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := namespaceBlocker(c.ns); got != c.want {
+				t.Errorf("namespaceBlocker = %q, want %q", got, c.want)
+			}
+		})
+	}
+}
+
+func TestBuildPlanPure(t *testing.T) {
+	item := func(name string, uid types.UID, owners ...metav1.OwnerReference) metaItem {
+		return metaItem{Res: apiResource{Kind: "ConfigMap"}, Obj: metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: name, UID: uid, OwnerReferences: owners}}}
+	}
+	ref := func(uid types.UID) metav1.OwnerReference { return metav1.OwnerReference{UID: uid} }
+	root := item("root", "r")
+	items := []metaItem{root, item("a", "a", ref("r")), item("b", "b", ref("a")), item("cycle", "c", ref("b"), ref("c"))}
+	rep := buildPlan(root, items, cascadeBackground, nil)
+	if rep.Summary.Deleted != 4 {
+		t.Errorf("summary = %+v, want 4 deleted (cycles visited once)", rep.Summary)
+	}
+}
