@@ -10,6 +10,12 @@ export KUBEBUILDER_ASSETS ?= $(CURDIR)/$(K8S_BIN)
 TEST_FLAGS ?= -count=1 -timeout=30m
 # controller-gen is pinned in hack/tools/controller-gen/go.mod.
 CONTROLLER_GEN := bin/controller-gen
+# make deploy/undeploy talk to the cluster of the current kubeconfig.
+KUBECTL ?= $(K8S_BIN)/kubectl
+# The teardown-controller image make deploy sets in the Deployment.
+IMG ?= teardown-controller:latest
+# How long make undeploy waits for the policies to release what they guard.
+UNDEPLOY_TIMEOUT ?= 5m
 
 .DEFAULT_GOAL := help
 
@@ -30,6 +36,31 @@ demo: control-plane ## Start a local control plane and watch a guarded Service b
 .PHONY: test
 test: control-plane ## Run every test against a real local control plane.
 	$(GO) test $(TEST_FLAGS) ./...
+
+##@ Controller
+
+.PHONY: controller
+controller: ## Build the teardown-controller into bin/teardown-controller.
+	CGO_ENABLED=0 $(GO) build -o bin/teardown-controller ./cmd/teardown-controller
+
+.PHONY: deploy
+deploy: ## Install the CRDs, RBAC and teardown-controller (config/default, image IMG) into the current kubeconfig's cluster.
+	$(KUBECTL) kustomize config/default | sed 's|image: teardown-controller:latest$$|image: $(IMG)|' | $(KUBECTL) apply -f -
+
+# The documented safe uninstall: deleting a policy releases every object it
+# guards, which needs the controller; only once no policy is left do the
+# controller and the CRDs go.
+.PHONY: undeploy
+undeploy: ## Delete every policy, wait until they released what they guard, then remove config/default.
+	@if $(KUBECTL) get crd teardownpolicies.teardown.dev clusterteardownpolicies.teardown.dev >/dev/null 2>&1; then \
+		echo "Deleting every policy; each releases the objects it guards (timeout $(UNDEPLOY_TIMEOUT))"; \
+		if ! $(KUBECTL) delete clusterteardownpolicies.teardown.dev,teardownpolicies.teardown.dev --all --all-namespaces --timeout=$(UNDEPLOY_TIMEOUT); then \
+			echo "Policies are still there: is the teardown-controller running? See 'Uninstalling' in docs/controller.md." >&2; \
+			$(KUBECTL) get clusterteardownpolicies.teardown.dev,teardownpolicies.teardown.dev --all-namespaces >&2 || true; \
+			exit 1; \
+		fi; \
+	fi
+	$(KUBECTL) kustomize config/default | $(KUBECTL) delete --ignore-not-found -f -
 
 ##@ Development
 
@@ -62,8 +93,9 @@ generate: $(CONTROLLER_GEN) ## Generate the deepcopy code of the API types (api/
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Generate the CRDs from the API types into config/crd/bases.
+manifests: $(CONTROLLER_GEN) ## Generate the CRDs (config/crd/bases) and the controller's ClusterRole (config/rbac/role.yaml).
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) rbac:roleName=teardown-controller paths=./internal/controller/... output:rbac:artifacts:config=config/rbac
 
 # Rebuilt only when missing or when its pin in go.mod changes.
 $(CONTROLLER_GEN): hack/tools/controller-gen/go.mod hack/tools/controller-gen/go.sum
