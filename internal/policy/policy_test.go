@@ -1,0 +1,187 @@
+/*
+Copyright 2026 The Teardown Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package policy
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+)
+
+var cmKind = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+
+func namespaced(spec teardownv1alpha1.TeardownPolicySpec) *teardownv1alpha1.TeardownPolicy {
+	return &teardownv1alpha1.TeardownPolicy{ObjectMeta: metav1.ObjectMeta{Name: "dns", Namespace: "shop"}, Spec: spec}
+}
+
+func target(sel map[string]string) teardownv1alpha1.Target {
+	return teardownv1alpha1.Target{APIVersion: "v1", Kind: "ConfigMap", Selector: &metav1.LabelSelector{MatchLabels: sel}}
+}
+
+func TestFromObjectDefaults(t *testing.T) {
+	cases := map[string]struct {
+		obj  interface{ GetName() string }
+		want string
+	}{
+		"namespaced default key": {obj: namespaced(teardownv1alpha1.TeardownPolicySpec{Targets: []teardownv1alpha1.Target{target(nil)}}), want: "shop.teardown.dev/dns"},
+		"cluster default key": {obj: &teardownv1alpha1.ClusterTeardownPolicy{ObjectMeta: metav1.ObjectMeta{Name: "dns"},
+			Spec: teardownv1alpha1.TeardownPolicySpec{Targets: []teardownv1alpha1.Target{target(nil)}}}, want: "teardown.dev/dns"},
+		"explicit key": {obj: namespaced(teardownv1alpha1.TeardownPolicySpec{Finalizer: "my.custom/finalizer", Targets: []teardownv1alpha1.Target{target(nil)}}), want: "my.custom/finalizer"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var pol *Policy
+			var err error
+			switch o := tc.obj.(type) {
+			case *teardownv1alpha1.TeardownPolicy:
+				pol, err = FromObject(o)
+			case *teardownv1alpha1.ClusterTeardownPolicy:
+				pol, err = FromObject(o)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pol.Key != tc.want || pol.Attach != teardownv1alpha1.AttachAutomatic || pol.OnDeadline != teardownv1alpha1.DeadlineBlock {
+				t.Errorf("key %q attach %s onDeadline %s, want %q Automatic Block", pol.Key, pol.Attach, pol.OnDeadline, tc.want)
+			}
+		})
+	}
+}
+
+func TestFromObjectReportsTheFieldAtFault(t *testing.T) {
+	badSelector := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "a", Operator: "Near"}}}
+	cases := map[string]struct {
+		spec       teardownv1alpha1.TeardownPolicySpec
+		wantReason string
+		wantField  string
+	}{
+		"bad selector": {
+			spec:       teardownv1alpha1.TeardownPolicySpec{Targets: []teardownv1alpha1.Target{{APIVersion: "v1", Kind: "ConfigMap", Selector: badSelector}}},
+			wantReason: teardownv1alpha1.InvalidSelectorReason, wantField: "spec.targets[0].selector",
+		},
+		"bad apiVersion": {
+			spec:       teardownv1alpha1.TeardownPolicySpec{Targets: []teardownv1alpha1.Target{{APIVersion: "a/b/c", Kind: "ConfigMap"}}},
+			wantReason: teardownv1alpha1.UnknownKindReason, wantField: "spec.targets[0].apiVersion",
+		},
+		"condition that does not compile": {
+			spec: teardownv1alpha1.TeardownPolicySpec{Targets: []teardownv1alpha1.Target{target(nil)}, Steps: []teardownv1alpha1.Step{{Name: "w",
+				Wait: &teardownv1alpha1.WaitAction{Condition: "size(objects) =="}}}},
+			wantReason: teardownv1alpha1.InvalidConditionReason, wantField: "spec.steps[0].wait.condition",
+		},
+		"condition that is not a bool": {
+			spec: teardownv1alpha1.TeardownPolicySpec{Targets: []teardownv1alpha1.Target{target(nil)}, Steps: []teardownv1alpha1.Step{{Name: "w",
+				Wait: &teardownv1alpha1.WaitAction{Condition: "size(objects)"}}}},
+			wantReason: teardownv1alpha1.InvalidConditionReason, wantField: "spec.steps[0].wait.condition",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := FromObject(namespaced(tc.spec))
+			var fe *FieldError
+			if !errors.As(err, &fe) {
+				t.Fatalf("FromObject = %v, want a FieldError", err)
+			}
+			if fe.Reason != tc.wantReason || fe.Field != tc.wantField {
+				t.Errorf("FieldError %s at %s, want %s at %s", fe.Reason, fe.Field, tc.wantReason, tc.wantField)
+			}
+		})
+	}
+}
+
+func TestConditionsEvaluate(t *testing.T) {
+	prg, err := CompileCondition("objects.all(o, o.status.phase == 'Released')")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		objects []any
+		want    bool
+	}{
+		{objects: []any{}, want: true},
+		{objects: []any{map[string]any{"status": map[string]any{"phase": "Released"}}}, want: true},
+		{objects: []any{map[string]any{"status": map[string]any{"phase": "Bound"}}}, want: false},
+	} {
+		val, _, err := prg.Eval(map[string]any{"objects": tc.objects})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if val.Value() != tc.want {
+			t.Errorf("condition over %v = %v, want %v", tc.objects, val.Value(), tc.want)
+		}
+	}
+}
+
+func TestMatches(t *testing.T) {
+	nsSel := &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}
+	ns, _ := FromObject(namespaced(teardownv1alpha1.TeardownPolicySpec{Targets: []teardownv1alpha1.Target{target(map[string]string{"app": "web"})}}))
+	cluster, _ := FromObject(&teardownv1alpha1.ClusterTeardownPolicy{ObjectMeta: metav1.ObjectMeta{Name: "c"},
+		Spec: teardownv1alpha1.TeardownPolicySpec{Targets: []teardownv1alpha1.Target{{APIVersion: "v1", Kind: "ConfigMap",
+			Selector: &metav1.LabelSelector{}, NamespaceSelector: nsSel}}}})
+	obj := func(ns string, l map[string]string) *metav1.ObjectMeta {
+		return &metav1.ObjectMeta{Name: "x", Namespace: ns, Labels: l}
+	}
+	cases := map[string]struct {
+		pol      *Policy
+		gvk      schema.GroupVersionKind
+		obj      *metav1.ObjectMeta
+		nsLabels labels.Set
+		want     bool
+	}{
+		"label and namespace match":       {pol: ns, gvk: cmKind, obj: obj("shop", map[string]string{"app": "web"}), want: true},
+		"other namespace":                 {pol: ns, gvk: cmKind, obj: obj("other", map[string]string{"app": "web"}), want: false},
+		"other label":                     {pol: ns, gvk: cmKind, obj: obj("shop", map[string]string{"app": "db"}), want: false},
+		"other kind":                      {pol: ns, gvk: schema.GroupVersionKind{Version: "v1", Kind: "Secret"}, obj: obj("shop", map[string]string{"app": "web"}), want: false},
+		"namespace selector matches":      {pol: cluster, gvk: cmKind, obj: obj("a", nil), nsLabels: labels.Set{"env": "prod"}, want: true},
+		"namespace selector does not":     {pol: cluster, gvk: cmKind, obj: obj("a", nil), nsLabels: labels.Set{"env": "dev"}, want: false},
+		"cluster-scoped with ns selector": {pol: cluster, gvk: cmKind, obj: obj("", nil), want: false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := tc.pol.Matches(tc.gvk, tc.obj, tc.nsLabels); got != tc.want {
+				t.Errorf("Matches = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestIndex(t *testing.T) {
+	x := NewIndex()
+	mk := func(kind Kind, ns, name, key string) *Policy {
+		return &Policy{Ref: Ref{Kind: kind, Namespace: ns, Name: name}, Key: key, Targets: []Target{{GVK: cmKind, Selector: labels.Everything()}}, Deadline: time.Minute}
+	}
+	b := mk(KindNamespaced, "shop", "b", "x.example.com/b")
+	a := mk(KindCluster, "", "a", "x.example.com/a")
+	x.Set(b)
+	x.Set(a)
+	var got []string
+	for _, p := range x.ForKind(cmKind) {
+		got = append(got, p.Ref.String())
+	}
+	if diff := cmp.Diff([]string{"ClusterTeardownPolicy/a", "TeardownPolicy shop/b"}, got); diff != "" {
+		t.Errorf("ForKind order (-want +got):\n%s", diff)
+	}
+	if len(x.ForKind(schema.GroupVersionKind{Version: "v1", Kind: "Secret"})) != 0 {
+		t.Error("ForKind returned policies for a kind none targets")
+	}
+	clash := mk(KindNamespaced, "other", "c", "x.example.com/a")
+	if owner, ok := x.KeyOwner(clash); !ok || owner != a {
+		t.Errorf("KeyOwner = %v, %v; want policy a", owner, ok)
+	}
+	if _, ok := x.KeyOwner(a); ok {
+		t.Error("a policy conflicts with itself")
+	}
+	x.Delete(a.Ref)
+	if _, ok := x.KeyOwner(clash); ok {
+		t.Error("KeyOwner found a deleted policy")
+	}
+}
