@@ -8,7 +8,9 @@ package plugin
 import (
 	"context"
 	"testing"
+	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -116,5 +118,26 @@ func TestExplainPodInGracePeriod(t *testing.T) {
 	rep := explainJSON(t, "pod/slow", "-n", ns)
 	if f := findFinding(rep, CausePodInGracePeriod, "slow"); f == nil || f.Severity != SeverityWaiting || rep.Blocked {
 		t.Errorf("no waiting PodInGracePeriod: %+v", rep.Findings)
+	}
+}
+
+// B1 by Lease: no workload named after the owner, but its leader-election
+// Lease has not been renewed for ten minutes.
+func TestExplainOwnerLeaseStale(t *testing.T) {
+	needCluster(t)
+	ops := newNamespace(t)
+	renewed := metav1.NewMicroTime(time.Now().Add(-10 * time.Minute))
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "a1b2c3.queue.teardown.test", Namespace: ops},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("queue-operator-7d9f_5e1c"), LeaseDurationSeconds: ptr.To[int32](15), RenewTime: &renewed}}
+	if _, err := cs.CoordinationV1().Leases(ops).Create(t.Context(), lease, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ns := newNamespace(t)
+	configMap(t, ns, "queue", "queue-operator", []string{"queue.teardown.test/drain"})
+	deleteConfigMap(t, ns, "queue", "")
+	rep := explainJSON(t, "configmap/queue", "-n", ns)
+	f := findFinding(rep, CauseOwnerGone, "queue")
+	if f == nil || f.Owner.State != OwnerDown || f.Owner.Workload == nil || f.Owner.Workload.Kind != "Lease" {
+		t.Fatalf("owner not judged down from its stale Lease: %+v", rep.Findings)
 	}
 }

@@ -359,8 +359,22 @@ func (e *explainer) findOwner(ctx context.Context, gvk schema.GroupVersionKind, 
 	}
 	w, ok := e.findWorkload(ctx, candidates)
 	if !ok {
+		// A leader-election Lease tells a running controller from a gone one
+		// even when its workload is named differently.
+		if l, found := e.findLease(ctx, candidates); found {
+			o.Workload = &l.Ref
+			age := e.now.Sub(l.Renewed)
+			if l.Renewed.IsZero() || age > 2*l.Duration+30*time.Second {
+				o.State = OwnerDown
+				o.Evidence = append(o.Evidence, fmt.Sprintf("%s (holder %q) was last renewed %s ago", l.Ref, l.Holder, age.Round(time.Second)))
+			} else {
+				o.State = OwnerAlive
+				o.Evidence = append(o.Evidence, fmt.Sprintf("%s is held by %q, renewed %s ago", l.Ref, l.Holder, age.Round(time.Second)))
+			}
+			return o
+		}
 		o.State = OwnerMissing
-		o.Evidence = append(o.Evidence, fmt.Sprintf("no Deployment, StatefulSet, DaemonSet or pod named or labelled %s was found", strings.Join(candidates, ", ")))
+		o.Evidence = append(o.Evidence, fmt.Sprintf("no Deployment, StatefulSet, DaemonSet, pod or Lease named or labelled %s was found", strings.Join(candidates, ", ")))
 		return o
 	}
 	o.Workload = &w.Ref
@@ -547,6 +561,42 @@ func (e *explainer) findWorkload(ctx context.Context, candidates []string) (work
 		}
 	}
 	return workload{}, false
+}
+
+type leaseInfo struct {
+	Ref      ObjectRef
+	Holder   string
+	Renewed  time.Time
+	Duration time.Duration
+}
+
+// findLease finds a coordination.k8s.io Lease named after a candidate, or
+// held by an identity that starts with one.
+func (e *explainer) findLease(ctx context.Context, candidates []string) (leaseInfo, bool) {
+	l, err := e.c.kube.CoordinationV1().Leases("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return leaseInfo{}, false
+	}
+	for _, le := range l.Items {
+		holder := ""
+		if le.Spec.HolderIdentity != nil {
+			holder = *le.Spec.HolderIdentity
+		}
+		for _, c := range candidates {
+			if c == "" || (le.Name != c && !strings.HasPrefix(le.Name, c+"-") && !strings.HasPrefix(holder, c)) {
+				continue
+			}
+			info := leaseInfo{Ref: ObjectRef{APIVersion: "coordination.k8s.io/v1", Kind: "Lease", Resource: "leases", Namespace: le.Namespace, Name: le.Name}, Holder: holder, Duration: 15 * time.Second}
+			if le.Spec.RenewTime != nil {
+				info.Renewed = le.Spec.RenewTime.Time
+			}
+			if le.Spec.LeaseDurationSeconds != nil {
+				info.Duration = time.Duration(*le.Spec.LeaseDurationSeconds) * time.Second
+			}
+			return info, true
+		}
+	}
+	return leaseInfo{}, false
 }
 
 // workloadMatches is the name/label rule of findWorkload.
