@@ -27,6 +27,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/teardown-dev/teardown/pkg/finalizer"
 )
 
 // AuditAnnotation is set on the object (while it still exists) by release.
@@ -297,6 +299,13 @@ func (o *ReleaseOptions) Run(ctx context.Context) error {
 		rec.Result = "applied"
 		rec.After = o.after(ctx)
 	}
+	if applyErr == nil {
+		if where, err := o.auditEvent(ctx, ref, rec); err != nil {
+			fmt.Fprintf(o.ErrOut, "warning: recording an Event: %v\n", err)
+		} else {
+			rec.After += fmt.Sprintf(" (Event in namespace %s)", where)
+		}
+	}
 	if err := appendAudit(o.AuditLog, rec); err != nil {
 		fmt.Fprintf(o.ErrOut, "warning: writing the audit log %s: %v\n", o.AuditLog, err)
 	}
@@ -305,6 +314,37 @@ func (o *ReleaseOptions) Run(ctx context.Context) error {
 	}
 	fmt.Fprintf(o.Out, "\nReleased %q from %s; now: %s. Audit record: %s\n", o.Finalizer, ref, rec.After, o.AuditLog)
 	return nil
+}
+
+// auditEvent records the release as a Warning Event on the object, in its
+// namespace, or in default when that namespace is being deleted (no Event can
+// be created in a Terminating namespace).
+func (o *ReleaseOptions) auditEvent(ctx context.Context, ref ObjectRef, rec AuditRecord) (string, error) {
+	where := ref.Namespace
+	if where == "" || (o.target.isNamespace()) {
+		where = metav1.NamespaceDefault
+	} else if ns, err := o.cluster.kube.CoreV1().Namespaces().Get(ctx, where, metav1.GetOptions{}); err != nil || ns.DeletionTimestamp != nil {
+		where = metav1.NamespaceDefault
+	}
+	now := metav1.NewTime(rec.Time)
+	ev := &corev1.Event{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "kubectl-teardown-release-", Namespace: where},
+		InvolvedObject: corev1.ObjectReference{APIVersion: ref.APIVersion, Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name,
+			UID: types.UID(ref.UID), ResourceVersion: rec.ResourceVersion},
+		Reason:              finalizer.ReasonFinalizerReleased,
+		Message:             shorten(fmt.Sprintf("kubectl teardown released %q (by %s): %s", rec.Finalizer, orUnknown(rec.User), rec.Reason), 1024),
+		Type:                corev1.EventTypeWarning,
+		Source:              corev1.EventSource{Component: "kubectl-teardown"},
+		ReportingController: "teardown.dev/kubectl-teardown",
+		ReportingInstance:   orUnknown(rec.User),
+		FirstTimestamp:      now,
+		LastTimestamp:       now,
+		Count:               1,
+	}
+	if _, err := o.cluster.kube.CoreV1().Events(where).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+		return "", err
+	}
+	return where, nil
 }
 
 // wouldOrphan lists what a forced removal of a dangerous finalizer leaves.
