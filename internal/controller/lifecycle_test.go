@@ -271,3 +271,49 @@ func TestPolicyThatCannotBeServed(t *testing.T) {
 	del(t, cm)
 	testenv.Eventually(t, 20*time.Second, "the object to go", testenv.Gone(k8s, cm))
 }
+
+// TestPolicyEditReleasesWhatItNoLongerGuards: editing a policy to drop a
+// target kind releases that kind's objects, and changing its finalizer key
+// moves every object from the old key to the new one; no key is stranded.
+func TestPolicyEditReleasesWhatItNoLongerGuards(t *testing.T) {
+	ns := testenv.NewNamespace(t, k8s)
+	pol := &teardownv1alpha1.TeardownPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "editable", Namespace: ns},
+		Spec: teardownv1alpha1.TeardownPolicySpec{
+			Finalizer: "old.example.com/cleanup",
+			Targets: []teardownv1alpha1.Target{
+				{APIVersion: "v1", Kind: "ConfigMap", Selector: selector("edit", "me")},
+				{APIVersion: "v1", Kind: "Secret", Selector: selector("edit", "me")},
+			},
+		},
+	}
+	create(t, pol)
+	mustBeReady(t, pol)
+	cm := labelled(ns, "cm", "edit", "me")
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "secret", Namespace: ns, Labels: map[string]string{"edit": "me"}}}
+	create(t, cm)
+	create(t, secret)
+	testenv.Eventually(t, 20*time.Second, "the ConfigMap guarded", hasFinalizer(cm, "old.example.com/cleanup"))
+	testenv.Eventually(t, 20*time.Second, "the Secret guarded", hasFinalizer(secret, "old.example.com/cleanup"))
+
+	edit := func(change func(*teardownv1alpha1.TeardownPolicySpec)) {
+		t.Helper()
+		if err := k8s.Get(t.Context(), client.ObjectKeyFromObject(pol), pol); err != nil {
+			t.Fatal(err)
+		}
+		change(&pol.Spec)
+		if err := k8s.Update(t.Context(), pol); err != nil {
+			t.Fatal(err)
+		}
+		mustBeReady(t, pol)
+	}
+	edit(func(s *teardownv1alpha1.TeardownPolicySpec) { s.Targets = s.Targets[:1] })
+	testenv.Eventually(t, 20*time.Second, "the Secret released", lacksFinalizer(secret, "old.example.com/cleanup"))
+	if ok, _ := hasFinalizer(cm, "old.example.com/cleanup")(t.Context()); !ok {
+		t.Error("the ConfigMap lost its finalizer though its kind is still targeted")
+	}
+
+	edit(func(s *teardownv1alpha1.TeardownPolicySpec) { s.Finalizer = "new.example.com/cleanup" })
+	testenv.Eventually(t, 20*time.Second, "the old key released", lacksFinalizer(cm, "old.example.com/cleanup"))
+	testenv.Eventually(t, 20*time.Second, "the new key attached", hasFinalizer(cm, "new.example.com/cleanup"))
+}

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -59,6 +60,11 @@ type Reconciler struct {
 	// cache cannot do, and must see what is there now.
 	direct  client.Client
 	protect *finalizer.Finalizers
+
+	mu sync.Mutex
+	// dropped holds, per policy, earlier versions whose key or target kinds
+	// an edit removed and whose objects still need releasing.
+	dropped map[policy.Ref][]*policy.Policy
 }
 
 // +kubebuilder:rbac:groups=teardown.dev,resources=teardownpolicies;clusterteardownpolicies,verbs=get;list;watch;update;patch
@@ -235,6 +241,9 @@ func (r *Reconciler) serve(ctx context.Context, obj client.Object, pol *policy.P
 	current, ok := r.Index.Get(pol.Ref)
 	changed := !ok || current.UID != pol.UID || current.Generation != pol.Generation || current.Fin == nil
 	if !changed {
+		if err := r.releaseDropped(ctx, pol.Ref); err != nil {
+			return notReady(teardownv1alpha1.ReleasingReason, "%s", err.Error())
+		}
 		return r.servingCondition(pol)
 	}
 	fin, err := r.finalizersFor(pol)
@@ -243,6 +252,12 @@ func (r *Reconciler) serve(ctx context.Context, obj client.Object, pol *policy.P
 	}
 	pol.Fin = fin
 	r.Index.Set(pol)
+	if ok && current.Fin != nil {
+		r.noteDropped(current, pol)
+	}
+	if err := r.releaseDropped(ctx, pol.Ref); err != nil {
+		return notReady(teardownv1alpha1.ReleasingReason, "%s", err.Error())
+	}
 	for _, t := range pol.Targets {
 		if err := r.Targets.Watch(r.Manager, t.GVK); err != nil {
 			return notReady(teardownv1alpha1.ForbiddenReason, "%s", err.Error())
@@ -344,22 +359,11 @@ func (r *Reconciler) releaseGuarded(ctx context.Context, obj client.Object) fina
 		r.Index.Delete(pol.Ref)
 		return finalizer.Done()
 	}
-	released := 0
-	for _, t := range pol.Targets {
-		opts := scope(pol)
-		if pol.Attach == teardownv1alpha1.AttachDeclared {
-			opts = append(opts, client.MatchingLabelsSelector{Selector: t.Selector})
-		}
-		report, err := finalizer.Drain(ctx, r.direct, t.GVK, pol.Key, opts...)
-		released += len(report.Removed)
-		if err != nil {
-			if meta.IsNoMatchError(err) {
-				continue // the kind is gone, and its objects with it
-			}
-			return finalizer.Retry(fmt.Errorf("releasing %s objects: %w", t.GVK.Kind, err))
-		}
-	}
+	released, err := r.release(ctx, pol, pol.Targets)
 	r.Targets.Released.Add(pol.Ref, released)
+	if err != nil {
+		return finalizer.Retry(err)
+	}
 	if r.Recorder != nil {
 		r.Recorder.Eventf(obj, nil, "Normal", ReasonReleasedGuardedObjects, "Release",
 			"Policy deleted: removed finalizer %s from %d object(s)", pol.Key, released)
@@ -403,4 +407,69 @@ func (r *Reconciler) countGuarded(ctx context.Context, pol *policy.Policy) (int,
 		}
 	}
 	return n, nil
+}
+
+// release removes pol's key from the objects of targets it guards. A Declared
+// key is removed only from objects the targets select; an Automatic one from
+// every object of their kinds in scope.
+func (r *Reconciler) release(ctx context.Context, pol *policy.Policy, targets []policy.Target) (int, error) {
+	released := 0
+	for _, t := range targets {
+		opts := scope(pol)
+		if pol.Attach == teardownv1alpha1.AttachDeclared {
+			opts = append(opts, client.MatchingLabelsSelector{Selector: t.Selector})
+		}
+		report, err := finalizer.Drain(ctx, r.direct, t.GVK, pol.Key, opts...)
+		released += len(report.Removed)
+		if err != nil {
+			if meta.IsNoMatchError(err) {
+				continue // the kind is gone, and its objects with it
+			}
+			return released, fmt.Errorf("releasing %s objects: %w", t.GVK.Kind, err)
+		}
+	}
+	return released, nil
+}
+
+// noteDropped remembers what an edit of a policy stopped guarding: every
+// target under its old key when the key changed, else the target kinds it
+// no longer has. The target controller only sees policies as they are now,
+// so nobody else would ever release those.
+func (r *Reconciler) noteDropped(old, updated *policy.Policy) {
+	dropped := *old
+	dropped.Targets = nil
+	for _, t := range old.Targets {
+		if old.Key != updated.Key || !updated.TargetsKind(t.GVK) {
+			dropped.Targets = append(dropped.Targets, t)
+		}
+	}
+	if len(dropped.Targets) == 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.dropped == nil {
+		r.dropped = map[policy.Ref][]*policy.Policy{}
+	}
+	r.dropped[old.Ref] = append(r.dropped[old.Ref], &dropped)
+}
+
+// releaseDropped releases what earlier versions of the policy stopped
+// guarding, keeping what could not be released yet for the next reconcile.
+func (r *Reconciler) releaseDropped(ctx context.Context, ref policy.Ref) error {
+	r.mu.Lock()
+	pending := r.dropped[ref]
+	delete(r.dropped, ref)
+	r.mu.Unlock()
+	for i, old := range pending {
+		n, err := r.release(ctx, old, old.Targets)
+		r.Targets.Released.Add(ref, n)
+		if err != nil {
+			r.mu.Lock()
+			r.dropped[ref] = append(pending[i:], r.dropped[ref]...)
+			r.mu.Unlock()
+			return fmt.Errorf("releasing what the previous version guarded: %w", err)
+		}
+	}
+	return nil
 }
