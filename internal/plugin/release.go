@@ -327,12 +327,18 @@ func (o *ReleaseOptions) auditEvent(ctx context.Context, ref ObjectRef, rec Audi
 		where = metav1.NamespaceDefault
 	}
 	now := metav1.NewTime(rec.Time)
+	involved := corev1.ObjectReference{APIVersion: ref.APIVersion, Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name,
+		UID: types.UID(ref.UID), ResourceVersion: rec.ResourceVersion}
+	if ref.Namespace != "" && where != ref.Namespace {
+		// An Event must live in its object's namespace: point it at the
+		// (cluster-scoped) Namespace instead, as kubernetes#70916 suggests.
+		involved = corev1.ObjectReference{APIVersion: "v1", Kind: "Namespace", Name: ref.Namespace}
+	}
 	ev := &corev1.Event{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "kubectl-teardown-release-", Namespace: where},
-		InvolvedObject: corev1.ObjectReference{APIVersion: ref.APIVersion, Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name,
-			UID: types.UID(ref.UID), ResourceVersion: rec.ResourceVersion},
+		ObjectMeta:          metav1.ObjectMeta{GenerateName: "kubectl-teardown-release-", Namespace: where},
+		InvolvedObject:      involved,
 		Reason:              finalizer.ReasonFinalizerReleased,
-		Message:             shorten(fmt.Sprintf("kubectl teardown released %q (by %s): %s", rec.Finalizer, orUnknown(rec.User), rec.Reason), 1024),
+		Message:             shorten(fmt.Sprintf("kubectl teardown released %q from %s (by %s): %s", rec.Finalizer, ref, orUnknown(rec.User), rec.Reason), 1024),
 		Type:                corev1.EventTypeWarning,
 		Source:              corev1.EventSource{Component: "kubectl-teardown"},
 		ReportingController: "teardown.dev/kubectl-teardown",
