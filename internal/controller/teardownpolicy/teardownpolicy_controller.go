@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -180,8 +181,10 @@ func (r *Reconciler) reconcile(ctx context.Context, obj client.Object, req recon
 			return reconcile.Result{}, err
 		}
 	}
-	if err := r.client.Status().Patch(ctx, obj, client.MergeFrom(base)); err != nil {
-		return reconcile.Result{}, fmt.Errorf("updating the status: %w", err)
+	if !equality.Semantic.DeepEqual(statusOf(base), status) {
+		if err := r.client.Status().Patch(ctx, obj, client.MergeFrom(base)); err != nil {
+			return reconcile.Result{}, fmt.Errorf("updating the status: %w", err)
+		}
 	}
 	return reconcile.Result{RequeueAfter: r.StatusInterval}, nil
 }
