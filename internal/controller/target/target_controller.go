@@ -114,7 +114,8 @@ var relevantChange = predicate.TypedFuncs[*metav1.PartialObjectMetadata]{
 func (r *Reconciler) Resync(ctx context.Context, gvk schema.GroupVersionKind, opts ...client.ListOption) error {
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-	if err := r.Client.List(ctx, list, opts...); err != nil {
+	// Only names are read from these: no need for a copy of every object.
+	if err := r.Client.List(ctx, list, append(opts, client.UnsafeDisableDeepCopy)...); err != nil {
 		return fmt.Errorf("listing %s: %w", gvk.Kind, err)
 	}
 	for i := range list.Items {
