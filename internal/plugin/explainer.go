@@ -83,6 +83,10 @@ type workload struct {
 // explain builds the report for t.
 func (e *explainer) explain(ctx context.Context, t target) (*Report, error) {
 	obj, err := e.getObject(ctx, t.GVR, t.Namespace, t.Name)
+	if apierrors.IsNotFound(err) && t.isNamespace() {
+		// A12: a namespace finalized too early leaves its content behind.
+		return e.deletedNamespace(ctx, t, err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -106,6 +110,40 @@ func (e *explainer) explain(ctx context.Context, t target) (*Report, error) {
 	}
 	rep.RootBlockers = markRoots(rep.Findings)
 	rep.Blocked = len(rep.RootBlockers) > 0
+	return rep, nil
+}
+
+// deletedNamespace looks for objects left in a namespace that no longer
+// exists (A12), or returns notFound.
+func (e *explainer) deletedNamespace(ctx context.Context, t target, notFound error) (*Report, error) {
+	items, _ := e.c.listMeta(ctx, e.getResources(), t.Name, 8)
+	var left []metaItem
+	for _, it := range items {
+		if it.Res.GVR.Resource != "events" {
+			left = append(left, it)
+		}
+	}
+	if len(left) == 0 {
+		return nil, notFound
+	}
+	rep := &Report{APIVersion: ReportAPIVersion, Kind: "ExplainReport", Target: t.ref()}
+	f := Finding{Cause: CauseOrphanedContent, Catalog: "A12", Severity: SeverityBlocker, Object: refPtr(t.ref()),
+		Message:  fmt.Sprintf("namespace %s no longer exists but %d object(s) are still stored in it: it was finalized before its content was deleted", t.Name, len(left)),
+		FixOwner: "whoever removed the namespace's finalizer; cluster admin",
+		Remedy:   fmt.Sprintf("recreate the namespace (kubectl create namespace %s) so normal deletion can run, then delete it again; or delete the objects directly", t.Name),
+		Leaks:    "these objects reappear if a namespace with this name is created again"}
+	for i, it := range left {
+		if i == maxChildren {
+			f.Children = append(f.Children, Finding{Cause: "More", Severity: SeverityInfo, Message: fmt.Sprintf("%d more not shown", len(left)-maxChildren)})
+			break
+		}
+		ref := it.ref()
+		f.Children = append(f.Children, Finding{Cause: CauseOrphanedContent, Catalog: "A12", Severity: SeverityInfo, Object: &ref,
+			Message: fmt.Sprintf("%s (finalizers %v)", ref, it.Obj.Finalizers)})
+	}
+	rep.Findings = []Finding{f}
+	rep.RootBlockers = markRoots(rep.Findings)
+	rep.Blocked = true
 	return rep, nil
 }
 

@@ -8,12 +8,14 @@ package plugin
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -273,4 +275,37 @@ func TestReleaseRefusesLiveObject(t *testing.T) {
 	if r.code != ExitUsage {
 		t.Errorf("missing --reason: exit %d, want %d", r.code, ExitUsage)
 	}
+}
+
+// release --force on a namespace's kubernetes token does what the folklore
+// does, after printing what it orphans; explain then finds the orphans of
+// the deleted namespace (A12).
+func TestReleaseForceThenOrphansInDeletedNamespace(t *testing.T) {
+	needCluster(t)
+	ns := newNamespace(t)
+	node := "node-" + ns
+	notReadyNode(t, node)
+	boundPod(t, ns, "stuck-0", node, nil) // keeps the namespace controller on pods
+	configMap(t, ns, "leftover", "kubectl-create", nil)
+	deleteNamespace(t, ns)
+	r := cli(t, "", nil, "release", "namespace/"+ns, "--finalizer", "kubernetes", "--reason", "proving A12", "--force", "--yes", "--audit-log", filepath.Join(t.TempDir(), "a.jsonl"))
+	if r.code != ExitOK || !strings.Contains(r.out, "will orphan: ConfigMap "+ns+"/leftover") {
+		t.Fatalf("release --force: exit %d\n%s\n%s", r.code, r.out, r.err)
+	}
+	eventually(t, 30*time.Second, "the namespace to go", func(ctx context.Context) (bool, error) {
+		_, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	rep := explainJSON(t, "namespace/"+ns)
+	f := findFinding(rep, CauseOrphanedContent, ns)
+	if f == nil || f.Catalog != "A12" || !rep.Blocked {
+		t.Fatalf("no A12 finding: %+v", rep)
+	}
+	assertRemedy(t, f, "kubectl create namespace "+ns)
+	if findFinding(rep, CauseOrphanedContent, "leftover") == nil {
+		t.Errorf("the leftover ConfigMap is not listed: %+v", f.Children)
+	}
+	t.Cleanup(func() {
+		_ = cs.CoreV1().ConfigMaps(ns).Delete(context.Background(), "leftover", metav1.DeleteOptions{})
+	})
 }

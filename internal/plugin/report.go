@@ -44,6 +44,7 @@ const (
 	CauseOwnerInTerminatingNamespace  = "OwnerInTerminatingNamespace"    // A8
 	CauseForeignSpecFinalizer         = "ForeignSpecFinalizer"           // A10
 	CauseNamespaceControllerIdle      = "NamespaceControllerIdle"        // A11
+	CauseOrphanedContent              = "OrphanedInDeletedNamespace"     // A12
 	CauseOwnerGone                    = "FinalizerOwnerGone"             // B1
 	CauseCleanupInProgress            = "CleanupInProgress"              // B2
 	CauseRemovalRejected              = "RemovalRejected"                // B3
