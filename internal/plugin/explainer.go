@@ -57,6 +57,7 @@ type explainer struct {
 	workloads []workload
 	nsCache   map[string]*corev1.Namespace
 	visited   map[types.UID]bool
+	scopes    map[string][]metaItem
 	mu        sync.Mutex
 }
 
@@ -704,7 +705,7 @@ func (e *explainer) dryRunRemoval(ctx context.Context, gvr schema.GroupVersionRe
 // dependents returns the objects whose ownerReferences name uid, found with
 // metadata-only lists in ns ("" for everywhere).
 func (e *explainer) dependents(ctx context.Context, ns string, uid types.UID) []metaItem {
-	items, _ := e.c.listMeta(ctx, e.getResources(), ns, 8)
+	items := e.scope(ctx, ns)
 	var out []metaItem
 	for _, it := range items {
 		for _, r := range it.Obj.OwnerReferences {
@@ -715,6 +716,23 @@ func (e *explainer) dependents(ctx context.Context, ns string, uid types.UID) []
 		}
 	}
 	return out
+}
+
+// scope lists every object in ns ("" for the whole cluster) once per run;
+// chains ask for the same namespace again and again.
+func (e *explainer) scope(ctx context.Context, ns string) []metaItem {
+	e.doOnce("scope/"+ns, func() {
+		items, _ := e.c.listMeta(ctx, e.getResources(), ns, 8)
+		e.mu.Lock()
+		if e.scopes == nil {
+			e.scopes = map[string][]metaItem{}
+		}
+		e.scopes[ns] = items
+		e.mu.Unlock()
+	})
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.scopes[ns]
 }
 
 // foreground: E1/E2.
