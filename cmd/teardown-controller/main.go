@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/teardown-dev/teardown/internal/controller"
 )
@@ -24,24 +25,29 @@ func main() {
 	opts := controller.DefaultOptions()
 	var metricsAddr, probeAddr string
 	var leaderElect bool
+	var webhookPort int
+	var webhookCertDir string
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "Elect a leader, so that only one of several replicas acts.")
 	flag.IntVar(&opts.TargetWorkers, "target-workers", opts.TargetWorkers, "Target objects reconciled at once.")
 	flag.DurationVar(&opts.AttemptTimeout, "attempt-timeout", opts.AttemptTimeout, "Longest one run of a policy's steps for one object may take.")
 	flag.DurationVar(&opts.StatusInterval, "status-interval", opts.StatusInterval, "How often policy status counts are refreshed.")
+	flag.StringVar(&opts.WebhookConfiguration, "attach-webhook-configuration", "", "Name of the MutatingWebhookConfiguration of the attach-at-create webhook; empty turns the webhook off.")
+	flag.IntVar(&webhookPort, "webhook-port", 9443, "Port of the attach-at-create webhook, with --attach-webhook-configuration.")
+	flag.StringVar(&webhookCertDir, "webhook-cert-dir", "", "Folder with the webhook's tls.crt and tls.key (default: the system temp folder's k8s-webhook-server/serving-certs).")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 
-	if err := run(opts, metricsAddr, probeAddr, leaderElect); err != nil {
+	if err := run(opts, metricsAddr, probeAddr, leaderElect, webhook.Options{Port: webhookPort, CertDir: webhookCertDir}); err != nil {
 		fmt.Fprintln(os.Stderr, "teardown-controller:", err)
 		os.Exit(1)
 	}
 }
 
-func run(opts controller.Options, metricsAddr, probeAddr string, leaderElect bool) error {
+func run(opts controller.Options, metricsAddr, probeAddr string, leaderElect bool, webhookOpts webhook.Options) error {
 	scheme, err := controller.NewScheme()
 	if err != nil {
 		return err
@@ -52,6 +58,7 @@ func run(opts controller.Options, metricsAddr, probeAddr string, leaderElect boo
 		HealthProbeBindAddress: probeAddr,
 		LeaderElection:         leaderElect,
 		LeaderElectionID:       "teardown-controller.teardown.dev",
+		WebhookServer:          webhook.NewServer(webhookOpts),
 	})
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)

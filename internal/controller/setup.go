@@ -14,12 +14,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/internal/controller/target"
 	"github.com/teardown-dev/teardown/internal/controller/teardownpolicy"
 	"github.com/teardown-dev/teardown/internal/policy"
 	"github.com/teardown-dev/teardown/internal/steps"
+	"github.com/teardown-dev/teardown/internal/webhook"
 )
 
 // Name is the controller's name in Events, leases and logs.
@@ -33,6 +35,10 @@ type Options struct {
 	AttemptTimeout time.Duration
 	// StatusInterval is how often policy status counts are refreshed.
 	StatusInterval time.Duration
+	// WebhookConfiguration, when set, serves the attach-at-create webhook
+	// on the manager's webhook server and keeps the rules of this
+	// MutatingWebhookConfiguration on the kinds Automatic policies target.
+	WebhookConfiguration string
 }
 
 // DefaultOptions are the flags' defaults.
@@ -68,6 +74,10 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	policies := &teardownpolicy.Reconciler{
 		Manager: mgr, Index: index, Targets: targets, Runner: runner, Recorder: recorder,
 		AttemptTimeout: opts.AttemptTimeout, StatusInterval: opts.StatusInterval,
+		WebhookConfiguration: opts.WebhookConfiguration,
+	}
+	if opts.WebhookConfiguration != "" {
+		mgr.GetWebhookServer().Register(webhook.Path, &admission.Webhook{Handler: &webhook.Attacher{Index: index, Client: mgr.GetClient()}})
 	}
 	if err := policies.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the policy controllers: %w", err)

@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -18,20 +19,25 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	certutil "k8s.io/client-go/util/cert"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/internal/controller"
 	"github.com/teardown-dev/teardown/internal/steps"
 	"github.com/teardown-dev/teardown/internal/testenv"
+	"github.com/teardown-dev/teardown/internal/webhook"
 )
 
 // One control plane and one running teardown-controller serve every
@@ -62,16 +68,22 @@ func TestMain(m *testing.M) {
 		if k8s, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
 			panic(err)
 		}
+		webhookServer, err := installAttachWebhook(e.Dir)
+		if err != nil {
+			panic(err)
+		}
 		mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 			Scheme:                 scheme,
 			Metrics:                metricsserver.Options{BindAddress: "0"},
 			HealthProbeBindAddress: "0",
+			WebhookServer:          webhookServer,
 		})
 		if err != nil {
 			panic(err)
 		}
 		opts := controller.DefaultOptions()
 		opts.StatusInterval = time.Second
+		opts.WebhookConfiguration = attachWebhookConfiguration
 		if err := controller.Setup(mgr, opts); err != nil {
 			panic(err)
 		}
@@ -237,4 +249,47 @@ func selector(kv ...string) *metav1.LabelSelector {
 		m[kv[i]] = kv[i+1]
 	}
 	return &metav1.LabelSelector{MatchLabels: m}
+}
+
+// attachWebhookConfiguration is the MutatingWebhookConfiguration the suite
+// installs, as config/webhook does in a cluster.
+const attachWebhookConfiguration = "teardown-attach-finalizers"
+
+// installAttachWebhook serves the attach-at-create webhook on 127.0.0.1 with
+// a self-signed certificate and registers it with the API server, with no
+// rules: the controller fills them in from the policies.
+func installAttachWebhook(dir string) (ctrlwebhook.Server, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey("127.0.0.1", []net.IP{net.ParseIP("127.0.0.1")}, nil)
+	if err != nil {
+		return nil, err
+	}
+	certDir := filepath.Join(dir, "webhook-certs")
+	if err := os.MkdirAll(certDir, 0o700); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(certDir, "tls.crt"), certPEM, 0o600); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(certDir, "tls.key"), keyPEM, 0o600); err != nil {
+		return nil, err
+	}
+	url := fmt.Sprintf("https://127.0.0.1:%d%s", port, webhook.Path)
+	fail, none := admissionregistrationv1.Ignore, admissionregistrationv1.SideEffectClassNone
+	mwc := &admissionregistrationv1.MutatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: attachWebhookConfiguration},
+		Webhooks: []admissionregistrationv1.MutatingWebhook{{
+			Name: webhook.WebhookName, ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: certPEM},
+			FailurePolicy: &fail, SideEffects: &none, AdmissionReviewVersions: []string{"v1"}, TimeoutSeconds: ptr.To[int32](5),
+		}},
+	}
+	if err := k8s.Create(context.Background(), mwc); err != nil {
+		return nil, err
+	}
+	return ctrlwebhook.NewServer(ctrlwebhook.Options{Host: "127.0.0.1", Port: port, CertDir: certDir}), nil
 }

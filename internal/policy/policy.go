@@ -225,6 +225,17 @@ func (x *Index) Get(ref Ref) (*Policy, bool) {
 	return p, ok
 }
 
+// All returns every policy in the index.
+func (x *Index) All() []*Policy {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	out := make([]*Policy, 0, len(x.policies))
+	for _, p := range x.policies {
+		out = append(out, p)
+	}
+	return out
+}
+
 // ForKind returns the policies with a target of kind gvk, ordered by
 // reference so that their cleanups are attempted in a stable order.
 func (x *Index) ForKind(gvk schema.GroupVersionKind) []*Policy {

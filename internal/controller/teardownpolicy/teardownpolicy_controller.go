@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -33,6 +34,7 @@ import (
 	"github.com/teardown-dev/teardown/internal/controller/target"
 	"github.com/teardown-dev/teardown/internal/policy"
 	"github.com/teardown-dev/teardown/internal/steps"
+	"github.com/teardown-dev/teardown/internal/webhook"
 	"github.com/teardown-dev/teardown/pkg/finalizer"
 )
 
@@ -54,6 +56,10 @@ type Reconciler struct {
 	AttemptTimeout time.Duration
 	// StatusInterval is how often a policy's counts are refreshed.
 	StatusInterval time.Duration
+	// WebhookConfiguration names the MutatingWebhookConfiguration whose
+	// attach-at-create rules follow the policies; empty when the webhook is
+	// off.
+	WebhookConfiguration string
 
 	client client.Client
 	reader client.Reader
@@ -73,6 +79,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,verbs=get;update
 
 // SetupWithManager registers the two policy controllers.
 func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
@@ -122,6 +129,7 @@ func statusOf(obj client.Object) *teardownv1alpha1.TeardownPolicyStatus {
 }
 
 func (r *Reconciler) reconcile(ctx context.Context, obj client.Object, req reconcile.Request) (reconcile.Result, error) {
+	defer r.syncWebhook(ctx)
 	if err := r.client.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			obj.SetName(req.Name)
@@ -475,4 +483,17 @@ func (r *Reconciler) releaseDropped(ctx context.Context, ref policy.Ref) error {
 		}
 	}
 	return nil
+}
+
+// syncWebhook keeps the attach-at-create webhook's rules on the kinds the
+// policies in force target. A failure is logged and retried at the next
+// reconcile: the webhook only narrows a race the controller covers anyway.
+func (r *Reconciler) syncWebhook(ctx context.Context) {
+	if r.WebhookConfiguration == "" {
+		return
+	}
+	rules := webhook.Rules(r.Index, r.Manager.GetRESTMapper())
+	if err := webhook.SyncRules(ctx, r.direct, r.WebhookConfiguration, rules); err != nil {
+		logf.FromContext(ctx).Error(err, "Could not update the attach-at-create webhook rules")
+	}
 }

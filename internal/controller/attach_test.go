@@ -1,0 +1,69 @@
+/*
+Copyright 2026 The Teardown Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package controller_test
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/steps"
+	"github.com/teardown-dev/teardown/internal/testenv"
+)
+
+// TestAttachAtCreate: with the admission webhook, an object carries its
+// policy's finalizer in the very answer to its CREATE, so even one deleted
+// at once is cleaned up.
+func TestAttachAtCreate(t *testing.T) {
+	ns := testenv.NewNamespace(t, k8s)
+	srv := newCleanupServer(t, func(_ int, _ steps.WebhookRequest, w http.ResponseWriter) {
+		answerJSON(w, http.StatusOK, steps.WebhookResponse{Status: steps.WebhookSuccess})
+	})
+	pol := &teardownv1alpha1.TeardownPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "early", Namespace: ns},
+		Spec: teardownv1alpha1.TeardownPolicySpec{
+			Targets: []teardownv1alpha1.Target{{APIVersion: "v1", Kind: "ConfigMap", Selector: selector("early", "yes")}},
+			Steps:   []teardownv1alpha1.Step{srv.webhookStep("deregister")},
+		},
+	}
+	create(t, pol)
+	mustBeReady(t, pol)
+	testenv.Eventually(t, 20*time.Second, "the webhook rules to cover ConfigMaps", func(ctx context.Context) (bool, error) {
+		mwc := &admissionregistrationv1.MutatingWebhookConfiguration{}
+		if err := k8s.Get(ctx, client.ObjectKey{Name: attachWebhookConfiguration}, mwc); err != nil {
+			return false, err
+		}
+		return slices.ContainsFunc(mwc.Webhooks[0].Rules, func(r admissionregistrationv1.RuleWithOperations) bool {
+			return slices.Contains(r.Resources, "configmaps")
+		}), nil
+	})
+
+	key := ns + ".teardown.dev/early"
+	cm := labelled(ns, "short-lived", "early", "yes")
+	create(t, cm) // cm now holds the API server's answer
+	if !slices.Contains(cm.Finalizers, key) {
+		t.Fatalf("finalizers in the CREATE answer = %v, want %s put there by the webhook", cm.Finalizers, key)
+	}
+	del(t, cm)
+	testenv.Eventually(t, 20*time.Second, "the object to be gone", testenv.Gone(k8s, cm))
+	if n := len(srv.calls()); n != 1 {
+		t.Errorf("cleanup ran %d times for an object deleted right after its creation, want 1", n)
+	}
+
+	// Unmatched objects are left alone.
+	other := labelled(ns, "unmatched", "early", "no")
+	create(t, other)
+	if len(other.Finalizers) != 0 {
+		t.Errorf("an unmatched object got finalizers %v at create", other.Finalizers)
+	}
+}

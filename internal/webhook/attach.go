@@ -1,0 +1,181 @@
+/*
+Copyright 2026 The Teardown Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+// Package webhook is the optional mutating admission webhook that puts the
+// finalizers of Automatic policies on objects as they are created, so that
+// an object deleted right after its creation is still cleaned up: without
+// it, the controller attaches the finalizer only after it sees the object,
+// and the API server refuses new finalizers once deletion has started.
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"sort"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/policy"
+)
+
+// Path is where the webhook is served.
+const Path = "/attach-finalizers"
+
+// WebhookName names the webhook inside its MutatingWebhookConfiguration.
+const WebhookName = "attach.teardown.dev"
+
+// Attacher answers CREATE admission requests with a patch that adds the keys
+// of every Automatic policy the new object matches.
+type Attacher struct {
+	Index *policy.Index
+	// Client reads namespace labels, for policies that select namespaces.
+	Client client.Client
+}
+
+// Handle implements admission.Handler.
+func (a *Attacher) Handle(ctx context.Context, req admission.Request) admission.Response {
+	if req.Operation != admissionv1.Create {
+		return admission.Allowed("")
+	}
+	gvk := schema.GroupVersionKind(req.Kind)
+	var obj metav1.PartialObjectMetadata
+	if err := json.Unmarshal(req.Object.Raw, &obj); err != nil {
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the object: %w", err))
+	}
+	if obj.Namespace == "" {
+		obj.Namespace = req.Namespace
+	}
+	if obj.DeletionTimestamp != nil {
+		return admission.Allowed("")
+	}
+	nsLabels, err := a.namespaceLabels(ctx, obj.Namespace)
+	if err != nil {
+		// Failing open: the controller still attaches after creation.
+		logf.FromContext(ctx).Info("Could not read namespace labels; not attaching at create", "namespace", obj.Namespace, "err", err.Error())
+		return admission.Allowed("")
+	}
+	var keys []string
+	for _, pol := range a.Index.ForKind(gvk) {
+		if pol.Deleting || pol.Fin == nil || pol.Attach != teardownv1alpha1.AttachAutomatic {
+			continue
+		}
+		if pol.Matches(gvk, &obj, nsLabels) && !slices.Contains(obj.Finalizers, pol.Key) && !slices.Contains(keys, pol.Key) {
+			keys = append(keys, pol.Key)
+		}
+	}
+	if len(keys) == 0 {
+		return admission.Allowed("")
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(req.Object.Raw, &doc); err != nil {
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the object: %w", err))
+	}
+	metadata, _ := doc["metadata"].(map[string]any)
+	if metadata == nil {
+		metadata = map[string]any{}
+		doc["metadata"] = metadata
+	}
+	finalizers, _ := metadata["finalizers"].([]any)
+	for _, k := range keys {
+		finalizers = append(finalizers, k)
+	}
+	metadata["finalizers"] = finalizers
+	mutated, err := json.Marshal(doc)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	return admission.PatchResponseFromRaw(req.Object.Raw, mutated)
+}
+
+func (a *Attacher) namespaceLabels(ctx context.Context, ns string) (labels.Set, error) {
+	if ns == "" {
+		return nil, nil
+	}
+	nsObj := &metav1.PartialObjectMetadata{}
+	nsObj.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	if err := a.Client.Get(ctx, client.ObjectKey{Name: ns}, nsObj); err != nil {
+		return nil, err
+	}
+	return nsObj.Labels, nil
+}
+
+// Rules returns the webhook rules for the kinds Automatic policies target:
+// CREATE of exactly those resources, so no other request ever reaches the
+// webhook.
+func Rules(index *policy.Index, mapper meta.RESTMapper) []admissionregistrationv1.RuleWithOperations {
+	seen := map[string]bool{}
+	var rules []admissionregistrationv1.RuleWithOperations
+	for _, pol := range index.All() {
+		if pol.Deleting || pol.Fin == nil || pol.Attach != teardownv1alpha1.AttachAutomatic {
+			continue
+		}
+		for _, t := range pol.Targets {
+			mapping, err := mapper.RESTMapping(t.GVK.GroupKind(), t.GVK.Version)
+			if err != nil {
+				continue // reported in the policy's status
+			}
+			r := mapping.Resource
+			id := r.String()
+			if seen[id] {
+				continue
+			}
+			seen[id] = true
+			rules = append(rules, admissionregistrationv1.RuleWithOperations{
+				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+				Rule: admissionregistrationv1.Rule{
+					APIGroups: []string{r.Group}, APIVersions: []string{r.Version}, Resources: []string{r.Resource},
+				},
+			})
+		}
+	}
+	sort.Slice(rules, func(i, j int) bool {
+		a, b := rules[i].Rule, rules[j].Rule
+		return a.APIGroups[0]+"/"+a.APIVersions[0]+"/"+a.Resources[0] < b.APIGroups[0]+"/"+b.APIVersions[0]+"/"+b.Resources[0]
+	})
+	return rules
+}
+
+// SyncRules sets the rules of the webhook named WebhookName in the
+// MutatingWebhookConfiguration name to the kinds policies target. The
+// configuration itself (client config, CA bundle, failure policy) is the
+// installer's; only the rules are the controller's. With no rules the
+// webhook receives nothing.
+func SyncRules(ctx context.Context, c client.Client, name string, rules []admissionregistrationv1.RuleWithOperations) error {
+	cfg := &admissionregistrationv1.MutatingWebhookConfiguration{}
+	if err := c.Get(ctx, client.ObjectKey{Name: name}, cfg); err != nil {
+		return fmt.Errorf("reading MutatingWebhookConfiguration %s: %w", name, err)
+	}
+	i := slices.IndexFunc(cfg.Webhooks, func(w admissionregistrationv1.MutatingWebhook) bool { return w.Name == WebhookName })
+	if i < 0 {
+		return fmt.Errorf("MutatingWebhookConfiguration %s has no webhook named %s", name, WebhookName)
+	}
+	if rules == nil {
+		rules = []admissionregistrationv1.RuleWithOperations{}
+	}
+	if equality.Semantic.DeepEqual(cfg.Webhooks[i].Rules, rules) {
+		return nil
+	}
+	cfg.Webhooks[i].Rules = rules
+	// Our own configuration object, read just now: an Update with its
+	// resourceVersion is the optimistic lock we want.
+	if err := c.Update(ctx, cfg); err != nil {
+		return fmt.Errorf("updating the rules of MutatingWebhookConfiguration %s: %w", name, err)
+	}
+	return nil
+}
