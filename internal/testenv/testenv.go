@@ -197,6 +197,17 @@ func (e *Env) controllerManagerLogTail() string {
 	return string(bytes.Join(lines, []byte("\n")))
 }
 
+// AddUser provisions a user (a client certificate) with the given groups and
+// returns a rest.Config that authenticates as it. It has no permissions
+// until RBAC grants some.
+func (e *Env) AddUser(name string, groups ...string) (*rest.Config, error) {
+	u, err := e.env.AddUser(envtest.User{Name: name, Groups: groups}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("adding user %s: %w", name, err)
+	}
+	return u.Config(), nil
+}
+
 // BeforeStop registers fn to run when Stop begins, before the control plane
 // goes: stop clients and managers there, so their open watches do not hold
 // up kube-apiserver's shutdown.

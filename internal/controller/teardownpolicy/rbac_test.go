@@ -1,0 +1,171 @@
+/*
+Copyright 2026 The Teardown Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package teardownpolicy_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/yaml"
+
+	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/controller"
+	"github.com/teardown-dev/teardown/internal/testenv"
+)
+
+var (
+	admin client.Client
+	// controllerCfg authenticates as a user bound to exactly the RBAC that
+	// config/ ships, plus the sample grant for Services and ConfigMaps.
+	controllerCfg *rest.Config
+	root          string
+)
+
+func TestMain(m *testing.M) {
+	var err error
+	if root, err = testenv.ModuleRoot(); err != nil {
+		panic(err)
+	}
+	opts := testenv.Options{
+		CRDDirectoryPaths: []string{filepath.Join(root, "config", "crd", "bases")},
+		// Aggregated ClusterRoles are filled by kube-controller-manager.
+		Controllers: append(slices.Clone(testenv.DefaultControllers), "clusterrole-aggregation"),
+	}
+	testenv.Main(m, opts, func(e *testenv.Env) {
+		scheme, err := controller.NewScheme()
+		if err != nil {
+			panic(err)
+		}
+		if admin, err = client.New(e.Config, client.Options{Scheme: scheme}); err != nil {
+			panic(err)
+		}
+		const user = "teardown-controller"
+		if controllerCfg, err = e.AddUser(user); err != nil {
+			panic(err)
+		}
+		for _, f := range []string{"config/rbac/role.yaml", "config/rbac/targets_role.yaml", "config/samples/targets_clusterrole.yaml"} {
+			role := &rbacv1.ClusterRole{}
+			data, err := os.ReadFile(filepath.Join(root, f))
+			if err != nil {
+				panic(err)
+			}
+			if err := yaml.Unmarshal(data, role); err != nil {
+				panic(err)
+			}
+			if err := admin.Create(context.Background(), role); err != nil {
+				panic(err)
+			}
+			if strings.HasPrefix(f, "config/samples") {
+				continue // granted through the aggregated role
+			}
+			binding := &rbacv1.ClusterRoleBinding{
+				ObjectMeta: metav1.ObjectMeta{Name: role.Name},
+				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+				Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
+			}
+			if err := admin.Create(context.Background(), binding); err != nil {
+				panic(err)
+			}
+		}
+	})
+}
+
+// TestShippedRBACIsEnough runs the controller with exactly the shipped RBAC:
+// a policy on a kind it was granted works end to end, and one on a kind it
+// was not granted says so in its Ready condition instead of failing quietly.
+func TestShippedRBACIsEnough(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	mgr, err := ctrl.NewManager(controllerCfg, ctrl.Options{
+		Scheme: admin.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := controller.DefaultOptions()
+	opts.StatusInterval = time.Second
+	if err := controller.Setup(mgr, opts); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("controller: %v", err)
+		}
+	}()
+
+	ns := testenv.NewNamespace(t, admin)
+	granted := &teardownv1alpha1.TeardownPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "configmaps", Namespace: ns},
+		Spec: teardownv1alpha1.TeardownPolicySpec{Targets: []teardownv1alpha1.Target{{APIVersion: "v1", Kind: "ConfigMap",
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}}}}},
+	}
+	denied := &teardownv1alpha1.TeardownPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "secrets", Namespace: ns},
+		Spec: teardownv1alpha1.TeardownPolicySpec{Targets: []teardownv1alpha1.Target{{APIVersion: "v1", Kind: "Secret",
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}}}}},
+	}
+	for _, p := range []client.Object{granted, denied} {
+		if err := admin.Create(t.Context(), p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	readyOf := func(p *teardownv1alpha1.TeardownPolicy) func(ctx context.Context) (bool, error) {
+		return func(ctx context.Context) (bool, error) {
+			if err := admin.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
+				return false, err
+			}
+			return meta.FindStatusCondition(p.Status.Conditions, teardownv1alpha1.ReadyCondition) != nil, nil
+		}
+	}
+	// The aggregation controller may need a moment to fill the grant.
+	testenv.Eventually(t, 30*time.Second, "the granted policy to be Ready", func(ctx context.Context) (bool, error) {
+		if ok, err := readyOf(granted)(ctx); !ok || err != nil {
+			return false, err
+		}
+		return meta.IsStatusConditionTrue(granted.Status.Conditions, teardownv1alpha1.ReadyCondition), nil
+	})
+	testenv.Eventually(t, 30*time.Second, "the denied policy's condition", readyOf(denied))
+	c := meta.FindStatusCondition(denied.Status.Conditions, teardownv1alpha1.ReadyCondition)
+	if c.Status != metav1.ConditionFalse || c.Reason != teardownv1alpha1.ForbiddenReason || !strings.Contains(c.Message, "Secret") {
+		t.Errorf("denied policy Ready = %s %s %q, want False Forbidden naming Secret", c.Status, c.Reason, c.Message)
+	}
+
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "guarded", Namespace: ns, Labels: map[string]string{"app": "x"}}}
+	if err := admin.Create(t.Context(), cm); err != nil {
+		t.Fatal(err)
+	}
+	key := ns + ".teardown.dev/configmaps"
+	testenv.Eventually(t, 20*time.Second, "the finalizer", func(ctx context.Context) (bool, error) {
+		err := admin.Get(ctx, client.ObjectKeyFromObject(cm), cm)
+		return err == nil && slices.Contains(cm.Finalizers, key), err
+	})
+	if err := admin.Delete(t.Context(), cm); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 20*time.Second, "the ConfigMap to go", testenv.Gone(admin, cm))
+
+	// Deleting a policy releases with the same rights.
+	if err := admin.Delete(t.Context(), granted); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 20*time.Second, "the policy to go", testenv.Gone(admin, granted))
+}
