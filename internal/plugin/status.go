@@ -123,6 +123,10 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	}
 	for {
 		rep, err := o.collect(ctx)
+		if o.Watch && ctx.Err() != nil {
+			// Interrupted mid-refresh: the last complete frame stands.
+			return nil
+		}
 		if err != nil {
 			return err
 		}
