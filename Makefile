@@ -30,7 +30,7 @@ help: ## List the targets.
 ##@ Main jobs
 
 .PHONY: demo
-demo: control-plane ## Start a local control plane and watch a guarded Service being deleted.
+demo: control-plane ## Start a local control plane; watch a guarded Service deleted, then a policy keeping an agent's RBAC until its pods are gone.
 	$(GO) run ./hack/demo
 
 .PHONY: test

@@ -5,12 +5,14 @@ SPDX-License-Identifier: Apache-2.0
 
 // Command demo is `make demo`: it starts a local control plane and the
 // service-finalizer example controller, then narrates a Service declaring
-// my.custom/finalizer being deleted, state by state, and keeps the cluster up
-// for kubectl until Ctrl-C (or exits right away with --exit).
+// my.custom/finalizer being deleted, state by state; then it starts the
+// teardown-controller and narrates a ClusterTeardownPolicy keeping an
+// agent's RBAC until its pods are gone during an all-at-once uninstall. It
+// keeps the cluster up for kubectl until Ctrl-C (or exits right away with
+// --exit).
 package main
 
 import (
-	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -18,15 +20,19 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/textlogger"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/teardown-dev/teardown/examples/service-finalizer/controller"
+	teardowncontroller "github.com/teardown-dev/teardown/internal/controller"
+	"github.com/teardown-dev/teardown/internal/demo"
 	"github.com/teardown-dev/teardown/internal/testenv"
 )
 
@@ -42,7 +48,7 @@ func main() {
 func run(exit bool) (retErr error) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	out := &lineWriter{w: os.Stdout}
+	out := demo.NewOutput(os.Stdout)
 
 	root, err := testenv.ModuleRoot()
 	if err != nil {
@@ -60,7 +66,11 @@ func run(exit bool) (retErr error) {
 	svc.Namespace = "default"
 
 	fmt.Fprintln(out, "==> Starting a local control plane: etcd, kube-apiserver, kube-controller-manager")
-	env, err := testenv.Start(testenv.Options{Dir: filepath.Join(root, "_out", "demo"), Log: out.prefixed("    ")})
+	env, err := testenv.Start(testenv.Options{
+		Dir:               filepath.Join(root, "_out", "demo"),
+		Log:               out.Prefixed("    "),
+		CRDDirectoryPaths: []string{filepath.Join(root, "config", "crd", "bases")},
+	})
 	if err != nil {
 		return err
 	}
@@ -72,7 +82,7 @@ func run(exit bool) (retErr error) {
 	fmt.Fprintf(out, "    export KUBECONFIG=%s\n", env.Kubeconfig)
 
 	fmt.Fprintf(out, "==> Starting the service-finalizer example controller (its log lines start with %q)\n", "controller |")
-	logger := textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(out.prefixed("    controller | "))))
+	logger := textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(out.Prefixed("    controller | "))))
 	ctrlCtx, stopController := context.WithCancel(klog.NewContext(ctx, logger))
 	dns := controller.NewFakeDNS(3 * time.Second)
 	done := make(chan error, 1)
@@ -94,6 +104,23 @@ func run(exit bool) (retErr error) {
 		return err
 	}
 	fmt.Fprintln(out, "==> Done: the Service stayed until its DNS record was deregistered, then went.")
+
+	stopTeardown, err := startTeardownController(ctx, env, out)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := stopTeardown(); err != nil && retErr == nil {
+			retErr = err
+		}
+	}()
+	c, err := newClient(env)
+	if err != nil {
+		return err
+	}
+	if err := demo.OrderedUninstall(ctx, c, out, demo.DefaultUninstallOptions()); err != nil {
+		return err
+	}
 	if exit {
 		return nil
 	}
@@ -108,6 +135,8 @@ func run(exit bool) (retErr error) {
     %[2]s delete service web --wait=false
     %[2]s get service web -o yaml    # deletionTimestamp, finalizers, progress annotation
     %[2]s get events --field-selector reason=CleanupPending
+    %[2]s get clusterteardownpolicies    # the teardown-controller keeps running too
+    %[2]s get clusterteardownpolicy agent-rbac-last -o yaml
     Press Ctrl-C to stop.
 `, env.Kubeconfig, kubectl, filepath.Join(root, manifestPath))
 	<-ctx.Done()
@@ -116,34 +145,61 @@ func run(exit bool) (retErr error) {
 	return nil
 }
 
-// lineWriter serializes whole lines from the narration, the control plane
-// and the controller's log onto one output.
-type lineWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lineWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}
-
-// prefixed returns a writer that starts every line with prefix.
-func (l *lineWriter) prefixed(prefix string) io.Writer {
-	return writerFunc(func(p []byte) (int, error) {
-		var b bytes.Buffer
-		for line := range bytes.Lines(p) {
-			b.WriteString(prefix)
-			b.Write(line)
+// startTeardownController runs the teardown-controller in-process against
+// env. Its full log goes to a file beside the control plane's; its errors
+// also to out. The returned function stops it.
+func startTeardownController(ctx context.Context, env *testenv.Env, out *demo.Output) (stop func() error, err error) {
+	logPath := filepath.Join(env.Dir, "teardown-controller.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, fmt.Errorf("creating the teardown-controller's log: %w", err)
+	}
+	fmt.Fprintf(out, "==> Starting the teardown-controller in-process (log: %s; errors also here, after %q)\n", logPath, "teardown-controller |")
+	// Errors while it stops (requests cut short) are no news: only the file
+	// gets them.
+	var stopping atomic.Bool
+	console := out.Prefixed("    teardown-controller | ")
+	errs := io.Writer(writerFunc(func(p []byte) (int, error) {
+		if stopping.Load() {
+			return len(p), nil
 		}
-		if _, err := l.Write(b.Bytes()); err != nil {
-			return 0, err
+		return console.Write(p)
+	}))
+	logger := textlogger.NewLogger(textlogger.NewConfig(textlogger.Verbosity(2),
+		textlogger.Output(demo.KlogErrors(logFile, errs))))
+	// controller-runtime logs some things through its global logger.
+	ctrl.SetLogger(logger)
+	ctx, cancel := context.WithCancel(ctx)
+	wait, err := demo.StartController(ctx, env.Config, logger)
+	if err != nil {
+		cancel()
+		logFile.Close()
+		return nil, err
+	}
+	return func() error {
+		stopping.Store(true)
+		cancel()
+		err := wait()
+		logFile.Close()
+		if err != nil {
+			return fmt.Errorf("teardown-controller: %w", err)
 		}
-		return len(p), nil
-	})
+		return nil
+	}, nil
 }
 
 type writerFunc func(p []byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+func newClient(env *testenv.Env) (client.WithWatch, error) {
+	scheme, err := teardowncontroller.NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("creating a client: %w", err)
+	}
+	return c, nil
+}

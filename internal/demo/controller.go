@@ -1,0 +1,54 @@
+/*
+Copyright 2026 The Teardown Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package demo
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/teardown-dev/teardown/internal/controller"
+)
+
+// StatusInterval is how often the demo's controller refreshes policy
+// status, so that the counts a person watches follow within a second (the
+// controller's default is 15s).
+const StatusInterval = time.Second
+
+// StartController runs the teardown-controller, as cmd/teardown-controller
+// does but without metrics and probe endpoints, against cfg until ctx ends.
+// The control plane must serve the teardown.dev CRDs. The returned function
+// waits for the controller to stop after ctx ended and returns its error.
+func StartController(ctx context.Context, cfg *rest.Config, log klog.Logger) (wait func() error, err error) {
+	scheme, err := controller.NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = 100, 200
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 scheme,
+		Logger:                 log,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the teardown-controller's manager: %w", err)
+	}
+	opts := controller.DefaultOptions()
+	opts.StatusInterval = StatusInterval
+	if err := controller.Setup(mgr, opts); err != nil {
+		return nil, fmt.Errorf("setting up the teardown-controller: %w", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	return func() error { return <-done }, nil
+}
