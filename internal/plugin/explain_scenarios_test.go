@@ -215,6 +215,7 @@ func TestExplainRemovalRejected(t *testing.T) {
 		time.Sleep(2 * time.Second)
 		dropFinalizers(ns, "frozen")
 	})
+	waitRejected(t, ns, "frozen")
 	deleteConfigMap(t, ns, "frozen", "")
 	rep := explainJSON(t, "configmap/frozen", "-n", ns)
 	f := findFinding(rep, CauseRemovalRejected, "frozen")
@@ -288,6 +289,7 @@ func TestExplainOrphanDependentUnpatchable(t *testing.T) {
 	})
 	validatingWebhook(t, "freeze-dependents", url, ca, []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
 		nil, &metav1.LabelSelector{MatchLabels: map[string]string{"teardown-test/frozen-dep": ns}})
+	waitRejected(t, ns, "dependent")
 	deleteConfigMap(t, ns, "owner", metav1.DeletePropagationOrphan)
 	rep := explainJSON(t, "configmap/owner", "-n", ns)
 	f := findFinding(rep, CauseOrphanDependentUnpatchable, "dependent")

@@ -212,3 +212,14 @@ func deployment(ns, name string, replicas int32) *appsv1.Deployment {
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.invalid/op"}}}}}}
 }
+
+// waitRejected waits until the API server sends updates of ConfigMap ns/name
+// to the rejecting webhook (configurations are picked up asynchronously).
+func waitRejected(t *testing.T, ns, name string) {
+	t.Helper()
+	eventually(t, 30*time.Second, "the webhook to reject updates of "+name, func(ctx context.Context) (bool, error) {
+		_, err := cs.CoreV1().ConfigMaps(ns).Patch(ctx, name, types.MergePatchType, []byte(`{"metadata":{"annotations":{"probe":"x"}}}`),
+			metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
+		return err != nil && strings.Contains(err.Error(), "denied the request"), nil
+	})
+}
