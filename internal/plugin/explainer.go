@@ -79,6 +79,16 @@ type workload struct {
 	Ready    int32
 	Desired  int32
 	Deleting bool
+	// ServiceAccount its pods run as ("default" when unset).
+	ServiceAccount string
+}
+
+// serviceAccountOf returns the ServiceAccount of a pod spec.
+func serviceAccountOf(spec *corev1.PodSpec) string {
+	if spec.ServiceAccountName != "" {
+		return spec.ServiceAccountName
+	}
+	return "default"
 }
 
 // explain builds the report for t.
@@ -225,7 +235,7 @@ func (e *explainer) finalizerFinding(ctx context.Context, gvr schema.GroupVersio
 	case fin == "customresourcecleanup.apiextensions.k8s.io" && gvk.Kind == "CustomResourceDefinition":
 		e.crdCleanup(ctx, &fd, obj, depth)
 	default:
-		e.ownedFinalizer(ctx, &fd, gvk, obj, entry, inCatalog)
+		e.ownedFinalizer(ctx, &fd, gvr, gvk, obj, entry, inCatalog)
 	}
 	// B3: would the API server accept the removal at all?
 	if check := e.dryRunRemoval(ctx, gvr, obj, index, fin); check != nil {
@@ -243,9 +253,10 @@ func (e *explainer) finalizerFinding(ctx context.Context, gvr schema.GroupVersio
 
 // ownedFinalizer handles finalizers owned by a controller: find the owner and
 // judge whether it is alive.
-func (e *explainer) ownedFinalizer(ctx context.Context, fd *Finding, gvk schema.GroupVersionKind, obj metav1.Object, entry catalogEntry, inCatalog bool) {
+func (e *explainer) ownedFinalizer(ctx context.Context, fd *Finding, gvr schema.GroupVersionResource, gvk schema.GroupVersionKind, obj metav1.Object, entry catalogEntry, inCatalog bool) {
 	owner := e.findOwner(ctx, gvk, obj, fd.Finalizer, entry, inCatalog)
 	fd.Owner = owner
+	defer e.ownerRBAC(ctx, fd, gvr, obj)
 	progress := ""
 	if fd.Progress != nil {
 		progress = fmt.Sprintf(" (last progress: %s after %d attempts: %s)", fd.Progress.State, fd.Progress.Attempts, fd.Progress.Message)
@@ -417,6 +428,9 @@ func (e *explainer) findOwner(ctx context.Context, gvk schema.GroupVersionKind, 
 		return o
 	}
 	o.Workload = &w.Ref
+	if w.ServiceAccount != "" {
+		o.ServiceAccount = w.Ref.Namespace + "/" + w.ServiceAccount
+	}
 	switch {
 	case w.Deleting:
 		o.State = OwnerDown
@@ -555,19 +569,22 @@ func (e *explainer) findWorkload(ctx context.Context, candidates []string) (work
 		if l, err := apps.Deployments("").List(ctx, metav1.ListOptions{}); err == nil {
 			for _, d := range l.Items {
 				e.workloads = append(e.workloads, workload{Ref: ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Resource: "deployments", Namespace: d.Namespace, Name: d.Name},
-					Labels: d.Labels, Ready: d.Status.AvailableReplicas, Desired: replicas(d.Spec.Replicas), Deleting: d.DeletionTimestamp != nil})
+					Labels: d.Labels, Ready: d.Status.AvailableReplicas, Desired: replicas(d.Spec.Replicas), Deleting: d.DeletionTimestamp != nil,
+					ServiceAccount: serviceAccountOf(&d.Spec.Template.Spec)})
 			}
 		}
 		if l, err := apps.StatefulSets("").List(ctx, metav1.ListOptions{}); err == nil {
 			for _, s := range l.Items {
 				e.workloads = append(e.workloads, workload{Ref: ObjectRef{APIVersion: "apps/v1", Kind: "StatefulSet", Resource: "statefulsets", Namespace: s.Namespace, Name: s.Name},
-					Labels: s.Labels, Ready: s.Status.ReadyReplicas, Desired: replicas(s.Spec.Replicas), Deleting: s.DeletionTimestamp != nil})
+					Labels: s.Labels, Ready: s.Status.ReadyReplicas, Desired: replicas(s.Spec.Replicas), Deleting: s.DeletionTimestamp != nil,
+					ServiceAccount: serviceAccountOf(&s.Spec.Template.Spec)})
 			}
 		}
 		if l, err := apps.DaemonSets("").List(ctx, metav1.ListOptions{}); err == nil {
 			for _, d := range l.Items {
 				e.workloads = append(e.workloads, workload{Ref: ObjectRef{APIVersion: "apps/v1", Kind: "DaemonSet", Resource: "daemonsets", Namespace: d.Namespace, Name: d.Name},
-					Labels: d.Labels, Ready: d.Status.NumberAvailable, Desired: d.Status.DesiredNumberScheduled, Deleting: d.DeletionTimestamp != nil})
+					Labels: d.Labels, Ready: d.Status.NumberAvailable, Desired: d.Status.DesiredNumberScheduled, Deleting: d.DeletionTimestamp != nil,
+					ServiceAccount: serviceAccountOf(&d.Spec.Template.Spec)})
 			}
 		}
 	})
@@ -596,7 +613,8 @@ func (e *explainer) findWorkload(ctx context.Context, candidates []string) (work
 			if podReady(&p) && p.DeletionTimestamp == nil {
 				ready = 1
 			}
-			return workload{Ref: ObjectRef{APIVersion: "v1", Kind: "Pod", Resource: "pods", Namespace: p.Namespace, Name: p.Name}, Labels: p.Labels, Ready: ready, Desired: 1, Deleting: p.DeletionTimestamp != nil}, true
+			return workload{Ref: ObjectRef{APIVersion: "v1", Kind: "Pod", Resource: "pods", Namespace: p.Namespace, Name: p.Name}, Labels: p.Labels, Ready: ready, Desired: 1, Deleting: p.DeletionTimestamp != nil,
+				ServiceAccount: serviceAccountOf(&p.Spec)}, true
 		}
 	}
 	return workload{}, false

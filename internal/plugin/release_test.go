@@ -58,6 +58,11 @@ func onlyReads(t *testing.T, log *requestLog) {
 		if strings.Contains(r, "dryRun=All") {
 			continue
 		}
+		// A SubjectAccessReview is a question to the authorizer (B4); the
+		// API server stores nothing.
+		if r == "POST /apis/authorization.k8s.io/v1/subjectaccessreviews?" {
+			continue
+		}
 		t.Errorf("a request could write: %s", r)
 	}
 }

@@ -48,6 +48,7 @@ const (
 	CauseOwnerGone                    = "FinalizerOwnerGone"             // B1
 	CauseCleanupInProgress            = "CleanupInProgress"              // B2
 	CauseRemovalRejected              = "RemovalRejected"                // B3
+	CauseOwnerLacksRBAC               = "OwnerLacksRBAC"                 // B4
 	CauseOrphanFinalizer              = "OrphanFinalizer"                // B5
 	CauseOwnerUnknown                 = "FinalizerOwnerUnknown"          // B1/B5 undecided
 	CausePVCInUse                     = "PVCInUse"                       // C1
@@ -99,6 +100,9 @@ type Owner struct {
 	State string `json:"state"`
 	// Workload is the Deployment/StatefulSet/DaemonSet/Pod found for it.
 	Workload *ObjectRef `json:"workload,omitempty"`
+	// ServiceAccount (namespace/name) the workload runs as; its RBAC is
+	// checked with a SubjectAccessReview (B4).
+	ServiceAccount string `json:"serviceAccount,omitempty"`
 	Evidence []string   `json:"evidence,omitempty"`
 }
 

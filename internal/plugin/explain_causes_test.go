@@ -1,0 +1,100 @@
+/*
+Copyright 2026 The Teardown Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package plugin
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// runningDeployment creates a Deployment and marks it available by hand (no
+// deployment controller runs here), so explain judges its owner alive.
+func runningDeployment(t *testing.T, ns, name, serviceAccount string) {
+	t.Helper()
+	dep := deployment(ns, name, 1)
+	dep.Spec.Template.Spec.ServiceAccountName = serviceAccount
+	got, err := cs.AppsV1().Deployments(ns).Create(t.Context(), dep, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating Deployment %s/%s: %v", ns, name, err)
+	}
+	got.Status = appsv1.DeploymentStatus{ObservedGeneration: got.Generation, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1}
+	if _, err := cs.AppsV1().Deployments(ns).UpdateStatus(t.Context(), got, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("marking Deployment %s/%s available: %v", ns, name, err)
+	}
+}
+
+// B4: the finalizer's owner runs, but its ServiceAccount may not write the
+// object, so it can never remove the finalizer. Granting the right turns the
+// finding into cleanup in progress.
+func TestExplainOwnerLacksRBAC(t *testing.T) {
+	needCluster(t)
+	ops := newNamespace(t)
+	runningDeployment(t, ops, "gadget-operator", "gadget-operator")
+	ns := newNamespace(t)
+	configMap(t, ns, "gadget", "gadget-operator", []string{"gadgets.b4.teardown.test/cleanup"})
+	deleteConfigMap(t, ns, "gadget", "")
+
+	log := &requestLog{}
+	r := cli(t, "", log, "explain", "configmap/gadget", "-n", ns, "-o", "json")
+	if r.code != ExitBlocked {
+		t.Fatalf("explain: exit %d, want %d\n%s%s", r.code, ExitBlocked, r.out, r.err)
+	}
+	onlyReads(t, log)
+	rep := &Report{}
+	if err := json.Unmarshal([]byte(r.out), rep); err != nil {
+		t.Fatal(err)
+	}
+	f := findFinding(rep, CauseOwnerLacksRBAC, "gadget")
+	if f == nil || f.Catalog != "B4" || f.Severity != SeverityBlocker {
+		t.Fatalf("no OwnerLacksRBAC blocker: %+v", rep.Findings)
+	}
+	if f.Owner == nil || f.Owner.State != OwnerAlive || f.Owner.ServiceAccount != ops+"/gadget-operator" {
+		t.Errorf("owner = %+v, want the running gadget-operator and its ServiceAccount", f.Owner)
+	}
+	if !contains(f.Message, "may not patch or update configmaps "+ns+"/gadget") {
+		t.Errorf("message = %q", f.Message)
+	}
+	assertRemedy(t, f, "kubectl create role gadget-operator-finalizers -n "+ns+" --verb=patch,update --resource=configmaps")
+	if f.FixOwner != "operator packaging (its RBAC); cluster admin" || !contains(f.Leaks, "gadget-operator") {
+		t.Errorf("fix owner %q, leaks %q", f.FixOwner, f.Leaks)
+	}
+	if !isRoot(rep, CauseOwnerLacksRBAC, "gadget") {
+		t.Errorf("root blockers = %+v", rep.RootBlockers)
+	}
+
+	// A user who may not ask the authorizer gets no B4 guess either way.
+	ro := readOnlyKubeconfig(t)
+	reader := cli(t, ro, nil, "explain", "configmap/gadget", "-n", ns, "-o", "json")
+	if strings.Contains(reader.out, CauseOwnerLacksRBAC) || !strings.Contains(reader.out, CauseCleanupInProgress) {
+		t.Errorf("read-only user: exit %d\n%s%s", reader.code, reader.out, reader.err)
+	}
+
+	// Grant what the catalog asks for: the owner can now do its job.
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "gadget-operator", Namespace: ns},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch", "patch", "update"}}}}
+	if _, err := cs.RbacV1().Roles(ns).Create(t.Context(), role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "gadget-operator", Namespace: ns},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "gadget-operator"},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "gadget-operator", Namespace: ops}}}
+	if _, err := cs.RbacV1().RoleBindings(ns).Create(t.Context(), binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rep, f = explainUntil(t, 30*time.Second, CauseCleanupInProgress, "gadget", "configmap/gadget", "-n", ns)
+	if rep.Blocked || findFinding(rep, CauseOwnerLacksRBAC, "") != nil {
+		t.Errorf("still blocked once granted: %+v", rep.Findings)
+	}
+	if f.Owner == nil || !contains(strings.Join(f.Owner.Evidence, "\n"), "SubjectAccessReview: ServiceAccount "+ops+"/gadget-operator may patch configmaps") {
+		t.Errorf("evidence = %+v", f.Owner)
+	}
+}
