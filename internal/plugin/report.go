@@ -102,8 +102,8 @@ type Owner struct {
 	Workload *ObjectRef `json:"workload,omitempty"`
 	// ServiceAccount (namespace/name) the workload runs as; its RBAC is
 	// checked with a SubjectAccessReview (B4).
-	ServiceAccount string `json:"serviceAccount,omitempty"`
-	Evidence []string   `json:"evidence,omitempty"`
+	ServiceAccount string   `json:"serviceAccount,omitempty"`
+	Evidence       []string `json:"evidence,omitempty"`
 }
 
 // Owner states.
