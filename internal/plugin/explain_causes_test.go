@@ -6,14 +6,19 @@ SPDX-License-Identifier: Apache-2.0
 package plugin
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 )
 
 // runningDeployment creates a Deployment and marks it available by hand (no
@@ -96,5 +101,86 @@ func TestExplainOwnerLacksRBAC(t *testing.T) {
 	}
 	if f.Owner == nil || !contains(strings.Join(f.Owner.Evidence, "\n"), "SubjectAccessReview: ServiceAccount "+ops+"/gadget-operator may patch configmaps") {
 		t.Errorf("evidence = %+v", f.Owner)
+	}
+}
+
+// freshLease creates a leader-election Lease renewed now, as a running
+// controller holds it.
+func freshLease(t *testing.T, ns, name, holder string) {
+	t.Helper()
+	now := metav1.NewMicroTime(time.Now())
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(holder), LeaseDurationSeconds: ptr.To[int32](3600), RenewTime: &now}}
+	if _, err := cs.CoordinationV1().Leases(ns).Create(t.Context(), lease, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating Lease %s/%s: %v", ns, name, err)
+	}
+	t.Cleanup(func() { _ = cs.CoordinationV1().Leases(ns).Delete(context.Background(), name, metav1.DeleteOptions{}) })
+}
+
+// warningEvent records a Warning Event about obj, as a controller would.
+func warningEvent(t *testing.T, obj corev1.ObjectReference, component, reason, message string) {
+	t.Helper()
+	now := metav1.Now()
+	ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{GenerateName: obj.Name + ".", Namespace: obj.Namespace},
+		InvolvedObject: obj, Type: corev1.EventTypeWarning, Reason: reason, Message: message,
+		Source: corev1.EventSource{Component: component}, FirstTimestamp: now, LastTimestamp: now, Count: 4}
+	if _, err := cs.CoreV1().Events(obj.Namespace).Create(t.Context(), ev, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating Event: %v", err)
+	}
+}
+
+// C7: a LoadBalancer Service whose cloud load balancer nobody deletes: no
+// cloud-controller-manager at all, then one that runs but fails.
+func TestExplainLoadBalancerCleanup(t *testing.T) {
+	needCluster(t)
+	ns := newNamespace(t)
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "shop-lb", Namespace: ns, Finalizers: []string{"service.kubernetes.io/load-balancer-cleanup"}},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Port: 443}}, Selector: map[string]string{"app": "shop"}}}
+	got, err := cs.CoreV1().Services(ns).Create(t.Context(), svc, metav1.CreateOptions{FieldManager: "kubectl-create"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = cs.CoreV1().Services(ns).Patch(context.Background(), "shop-lb", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+	})
+	got.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "203.0.113.10"}}
+	if _, err := cs.CoreV1().Services(ns).UpdateStatus(t.Context(), got, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.CoreV1().Services(ns).Delete(t.Context(), "shop-lb", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	rep := explainJSON(t, "service/shop-lb", "-n", ns)
+	f := findFinding(rep, CauseLoadBalancerCleanup, "shop-lb")
+	if f == nil || f.Catalog != "C7" || f.Severity != SeverityBlocker {
+		t.Fatalf("no C7 blocker: %+v", rep.Findings)
+	}
+	if f.Owner == nil || f.Owner.State != OwnerMissing || !contains(f.Message, "no cloud-controller-manager workload or Lease was found") {
+		t.Errorf("owner %+v, message %q", f.Owner, f.Message)
+	}
+	assertRemedy(t, f, "fix the cloud-controller-manager")
+	if !contains(f.Leaks, "the cloud load balancer (203.0.113.10)") || !contains(f.FixOwner, "cloud admin") {
+		t.Errorf("leaks %q, fix owner %q", f.Leaks, f.FixOwner)
+	}
+	if !isRoot(rep, CauseLoadBalancerCleanup, "shop-lb") {
+		t.Errorf("root blockers = %+v", rep.RootBlockers)
+	}
+
+	// A running cloud-controller-manager (its Lease is renewed) with no
+	// complaint: the cleanup is in progress.
+	ops := newNamespace(t)
+	freshLease(t, ops, "cloud-controller-manager", "cloud-controller-manager-7f9c_0a1b")
+	rep = explainJSON(t, "service/shop-lb", "-n", ns)
+	if f := findFinding(rep, CauseLoadBalancerCleanup, "shop-lb"); f == nil || f.Severity != SeverityWaiting || f.Owner.State != OwnerAlive || rep.Blocked {
+		t.Fatalf("with a live cloud-controller-manager: %+v", rep.Findings)
+	}
+	// It runs but the cloud refuses: the warning events say why.
+	warningEvent(t, corev1.ObjectReference{APIVersion: "v1", Kind: "Service", Namespace: ns, Name: "shop-lb", UID: got.UID},
+		"service-controller", "DeletingLoadBalancerFailed", "Error deleting load balancer: AccessDenied: elasticloadbalancing:DeleteLoadBalancer")
+	rep = explainJSON(t, "service/shop-lb", "-n", ns)
+	f = findFinding(rep, CauseLoadBalancerCleanup, "shop-lb")
+	if f == nil || f.Severity != SeverityBlocker || !contains(f.Message, "DeletingLoadBalancerFailed: Error deleting load balancer: AccessDenied") {
+		t.Fatalf("the cloud error is not reported: %+v", f)
 	}
 }

@@ -234,6 +234,9 @@ func (e *explainer) finalizerFinding(ctx context.Context, gvr schema.GroupVersio
 		e.pvProtection(ctx, &fd, obj)
 	case fin == "customresourcecleanup.apiextensions.k8s.io" && gvk.Kind == "CustomResourceDefinition":
 		e.crdCleanup(ctx, &fd, obj, depth)
+	case fin == "service.kubernetes.io/load-balancer-cleanup" && gvr.Group == "" && gvr.Resource == "services":
+		e.ownedFinalizer(ctx, &fd, gvr, gvk, obj, entry, inCatalog)
+		e.loadBalancerCleanup(ctx, &fd, obj)
 	default:
 		e.ownedFinalizer(ctx, &fd, gvr, gvk, obj, entry, inCatalog)
 	}

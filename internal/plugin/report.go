@@ -53,6 +53,7 @@ const (
 	CauseOwnerUnknown                 = "FinalizerOwnerUnknown"          // B1/B5 undecided
 	CausePVCInUse                     = "PVCInUse"                       // C1
 	CausePVBound                      = "PVBound"                        // C2
+	CauseLoadBalancerCleanup          = "LoadBalancerCleanupPending"     // C7
 	CauseCRDInstancesRemain           = "CRDInstancesRemain"             // C9
 	CausePodInGracePeriod             = "PodInGracePeriod"               // D1
 	CausePodOnNotReadyNode            = "PodOnNotReadyNode"              // D2
