@@ -14,8 +14,10 @@ import (
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // ownerRBAC: B4. Once the owner's workload is found, a SubjectAccessReview
@@ -215,4 +217,113 @@ func lastEvidence(o *Owner) string {
 		}
 	}
 	return "no evidence"
+}
+
+// controllerManager judges kube-controller-manager from its leader-election
+// Lease (kube-system/kube-controller-manager), the only liveness signal the
+// API gives for built-in controllers. Unknown when the Lease is absent
+// (leader election off, managed control planes that hide it) or unreadable.
+func (e *explainer) controllerManager(ctx context.Context) (state, evidence string) {
+	e.doOnce("kcm", func() {
+		e.kcmState, e.kcmEvidence = OwnerUnknown, "no readable Lease kube-system/kube-controller-manager"
+		l, err := e.c.kube.CoordinationV1().Leases("kube-system").Get(ctx, "kube-controller-manager", metav1.GetOptions{})
+		if err != nil {
+			return
+		}
+		holder, dur := "", 15*time.Second
+		if l.Spec.HolderIdentity != nil {
+			holder = *l.Spec.HolderIdentity
+		}
+		if l.Spec.LeaseDurationSeconds != nil {
+			dur = time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second
+		}
+		if l.Spec.RenewTime == nil {
+			e.kcmState, e.kcmEvidence = OwnerDown, "Lease kube-system/kube-controller-manager was never renewed"
+			return
+		}
+		since := e.now.Sub(l.Spec.RenewTime.Time)
+		if since > 2*dur+30*time.Second {
+			e.kcmState = OwnerDown
+			e.kcmEvidence = fmt.Sprintf("Lease kube-system/kube-controller-manager (holder %q) was last renewed %s ago", holder, since.Round(time.Second))
+			return
+		}
+		e.kcmState = OwnerAlive
+		e.kcmEvidence = fmt.Sprintf("Lease kube-system/kube-controller-manager is held by %q, renewed %s ago", holder, since.Round(time.Second))
+	})
+	return e.kcmState, e.kcmEvidence
+}
+
+// builtInOwner is the Owner of a finalizer removed by a controller of
+// kube-controller-manager, judged by its Lease.
+func (e *explainer) builtInOwner(ctx context.Context, component string) *Owner {
+	state, ev := e.controllerManager(ctx)
+	return &Owner{Component: component, Source: SourceCatalog, State: state, Evidence: []string{ev}}
+}
+
+// jobTracking: C8. The Job controller removes batch.kubernetes.io/job-tracking
+// once it has counted the finished (or deleted) pod in its Job's status; it
+// also removes it from pods whose Job is gone.
+func (e *explainer) jobTracking(ctx context.Context, fd *Finding, obj metav1.Object) {
+	fd.Cause, fd.Catalog = CauseJobTrackingPending, "C8"
+	fd.Owner = e.builtInOwner(ctx, "Job controller (kube-controller-manager)")
+	fd.FixOwner = "cluster operator (kube-controller-manager's Job controller)"
+	release := fmt.Sprintf("kubectl teardown release pod/%s -n %s --finalizer %s --reason '...'", obj.GetName(), obj.GetNamespace(), fd.Finalizer)
+	since := e.now.Sub(obj.GetDeletionTimestamp().Time)
+	phase := "unknown"
+	if pod, err := e.c.kube.CoreV1().Pods(obj.GetNamespace()).Get(ctx, obj.GetName(), metav1.GetOptions{}); err == nil {
+		phase = string(pod.Status.Phase)
+	}
+	var jobRef *metav1.OwnerReference
+	for _, r := range obj.GetOwnerReferences() {
+		if r.Kind == "Job" && strings.HasPrefix(r.APIVersion, "batch/") && r.Controller != nil && *r.Controller {
+			r := r
+			jobRef = &r
+		}
+	}
+	stalled := func(what string) {
+		fd.Severity = SeverityWaiting
+		fd.Message = fmt.Sprintf("%s (pod phase %s, deleting for %s)", what, phase, age(since))
+		fd.Remedy = "wait; if it does not go, check kube-controller-manager's Job controller and webhooks on pod updates"
+		if since > gcGrace || fd.Owner.State == OwnerDown {
+			fd.Severity = SeverityBlocker
+			fd.Message = fmt.Sprintf("%s, but it has not for %s (pod phase %s; %s): the Job controller is down or cannot update the pod", what, age(since), phase, fd.Owner.Evidence[0])
+			fd.Remedy = "fix kube-controller-manager's Job controller (or the webhook rejecting pod updates, see the dry-run); for a finished Job only its accounting is at stake, so releasing is low risk: " + release
+		}
+	}
+	if jobRef == nil {
+		stalled("the pod has no owning Job; the Job controller removes the finalizer of such pods")
+		return
+	}
+	job, err := e.c.kube.BatchV1().Jobs(obj.GetNamespace()).Get(ctx, jobRef.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err) || (err == nil && job.UID != jobRef.UID):
+		stalled(fmt.Sprintf("its Job %s is gone; the Job controller removes the finalizer of orphaned pods", jobRef.Name))
+		return
+	case err != nil:
+		stalled(fmt.Sprintf("Job %s could not be read (%v); the Job controller removes the finalizer once it has counted the pod", jobRef.Name, err))
+		return
+	}
+	counted := false
+	if u := job.Status.UncountedTerminatedPods; u != nil {
+		for _, uid := range append(append([]types.UID{}, u.Succeeded...), u.Failed...) {
+			if uid == obj.GetUID() {
+				counted = true
+			}
+		}
+	}
+	if job.Status.StartTime == nil && len(job.Status.Conditions) == 0 && !counted {
+		// The Job controller stamps startTime (or a Suspended condition) on
+		// its first sync, before any pod of the Job can finish.
+		fd.Severity = SeverityBlocker
+		fd.Owner.State = OwnerDown
+		fd.Owner.Evidence = append(fd.Owner.Evidence, fmt.Sprintf("Job %s has no startTime and no condition: the Job controller never synced it", job.Name))
+		fd.Message = fmt.Sprintf("the Job controller has never synced Job %s (no startTime, no condition), so it will not count this pod (phase %s) or remove the finalizer: it is not running", job.Name, phase)
+		fd.Remedy = "run kube-controller-manager with the Job controller (check its --controllers flag); for a finished Job only its accounting is at stake, so releasing is low risk: " + release
+		return
+	}
+	if counted {
+		stalled(fmt.Sprintf("Job %s has counted the pod (status.uncountedTerminatedPods); the Job controller removes the finalizer next", job.Name))
+		return
+	}
+	stalled(fmt.Sprintf("Job %s has not counted the pod yet; the Job controller removes the finalizer once it has", job.Name))
 }

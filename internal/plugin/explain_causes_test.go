@@ -13,6 +13,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -182,5 +183,71 @@ func TestExplainLoadBalancerCleanup(t *testing.T) {
 	f = findFinding(rep, CauseLoadBalancerCleanup, "shop-lb")
 	if f == nil || f.Severity != SeverityBlocker || !contains(f.Message, "DeletingLoadBalancerFailed: Error deleting load balancer: AccessDenied") {
 		t.Fatalf("the cloud error is not reported: %+v", f)
+	}
+}
+
+// C8: a finished Job pod held by batch.kubernetes.io/job-tracking because the
+// Job controller does not run (this control plane has none): the Job was
+// never synced. Once the Job shows the controller counted the pod, the
+// finalizer is only waiting.
+func TestExplainJobTrackingFinalizer(t *testing.T) {
+	needCluster(t)
+	ns := newNamespace(t)
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "report", Namespace: ns},
+		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{Name: "c", Image: "registry.invalid/report"}}}}}}
+	job, err := cs.BatchV1().Jobs(ns).Create(t.Context(), job, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "report-x7k2p", Namespace: ns, Labels: job.Spec.Template.Labels,
+		Finalizers:      []string{"batch.kubernetes.io/job-tracking"},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: job.Name, UID: job.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}},
+		Spec: corev1.PodSpec{NodeName: "node-" + ns, RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "c", Image: "registry.invalid/report"}}}}
+	pod, err = cs.CoreV1().Pods(ns).Create(t.Context(), pod, metav1.CreateOptions{FieldManager: "job-controller"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = cs.CoreV1().Pods(ns).Patch(context.Background(), pod.Name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+	})
+	pod.Status.Phase = corev1.PodSucceeded
+	if _, err := cs.CoreV1().Pods(ns).UpdateStatus(t.Context(), pod, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.CoreV1().Pods(ns).Delete(t.Context(), pod.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	rep := explainJSON(t, "pod/"+pod.Name, "-n", ns)
+	f := findFinding(rep, CauseJobTrackingPending, pod.Name)
+	if f == nil || f.Catalog != "C8" || f.Severity != SeverityBlocker || !contains(f.Message, "has never synced Job report") {
+		t.Fatalf("no C8 blocker: %+v", rep.Findings)
+	}
+	if f.Owner == nil || f.Owner.State != OwnerDown {
+		t.Errorf("owner = %+v, want the Job controller, down", f.Owner)
+	}
+	assertRemedy(t, f, "kubectl teardown release pod/"+pod.Name+" -n "+ns+" --finalizer batch.kubernetes.io/job-tracking")
+	if f.Leaks != "only the Job's accounting of this pod" || !contains(f.FixOwner, "Job controller") {
+		t.Errorf("leaks %q, fix owner %q", f.Leaks, f.FixOwner)
+	}
+	// A finished pod waits on nobody but its finalizer: no node finding
+	// although its node does not exist.
+	if !isRoot(rep, CauseJobTrackingPending, pod.Name) || findFinding(rep, CausePodOnMissingNode, "") != nil {
+		t.Errorf("root blockers = %+v", rep.RootBlockers)
+	}
+
+	// The Job controller has synced the Job and counted the pod: it is
+	// about to remove the finalizer.
+	now := metav1.Now()
+	job.Status = batchv1.JobStatus{StartTime: &now, Active: 0,
+		UncountedTerminatedPods: &batchv1.UncountedTerminatedPods{Succeeded: []types.UID{pod.UID}}}
+	if _, err := cs.BatchV1().Jobs(ns).UpdateStatus(t.Context(), job, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rep = explainJSON(t, "pod/"+pod.Name, "-n", ns)
+	f = findFinding(rep, CauseJobTrackingPending, pod.Name)
+	if f == nil || f.Severity != SeverityWaiting || !contains(f.Message, "has counted the pod") || rep.Blocked {
+		t.Errorf("a counted pod is not waiting: %+v", rep.Findings)
 	}
 }

@@ -58,7 +58,9 @@ type explainer struct {
 	nsCache   map[string]*corev1.Namespace
 	visited   map[types.UID]bool
 	scopes    map[string][]metaItem
-	mu        sync.Mutex
+	// kube-controller-manager's liveness from its Lease, read once.
+	kcmState, kcmEvidence string
+	mu                    sync.Mutex
 }
 
 func newExplainer(c *cluster, now time.Time) *explainer {
@@ -234,6 +236,8 @@ func (e *explainer) finalizerFinding(ctx context.Context, gvr schema.GroupVersio
 		e.pvProtection(ctx, &fd, obj)
 	case fin == "customresourcecleanup.apiextensions.k8s.io" && gvk.Kind == "CustomResourceDefinition":
 		e.crdCleanup(ctx, &fd, obj, depth)
+	case fin == "batch.kubernetes.io/job-tracking" && gvr.Group == "" && gvr.Resource == "pods":
+		e.jobTracking(ctx, &fd, obj)
 	case fin == "service.kubernetes.io/load-balancer-cleanup" && gvr.Group == "" && gvr.Resource == "services":
 		e.ownedFinalizer(ctx, &fd, gvr, gvk, obj, entry, inCatalog)
 		e.loadBalancerCleanup(ctx, &fd, obj)
@@ -963,6 +967,13 @@ func (e *explainer) crdCleanup(ctx context.Context, fd *Finding, obj metav1.Obje
 func (e *explainer) podFindings(ctx context.Context, obj metav1.Object) []Finding {
 	pod, err := e.c.kube.CoreV1().Pods(obj.GetNamespace()).Get(ctx, obj.GetName(), metav1.GetOptions{})
 	if err != nil || pod.DeletionTimestamp == nil {
+		return nil
+	}
+	// A finished pod, or one deleted with grace 0 (by its kubelet, or
+	// forced), waits on nobody but its finalizers: the API server removes it
+	// as soon as they are gone.
+	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed ||
+		(pod.DeletionGracePeriodSeconds != nil && *pod.DeletionGracePeriodSeconds == 0) {
 		return nil
 	}
 	ref := ObjectRef{APIVersion: "v1", Kind: "Pod", Resource: "pods", Namespace: pod.Namespace, Name: pod.Name, UID: string(pod.UID)}

@@ -54,6 +54,7 @@ const (
 	CausePVCInUse                     = "PVCInUse"                       // C1
 	CausePVBound                      = "PVBound"                        // C2
 	CauseLoadBalancerCleanup          = "LoadBalancerCleanupPending"     // C7
+	CauseJobTrackingPending           = "JobTrackingPending"             // C8
 	CauseCRDInstancesRemain           = "CRDInstancesRemain"             // C9
 	CausePodInGracePeriod             = "PodInGracePeriod"               // D1
 	CausePodOnNotReadyNode            = "PodOnNotReadyNode"              // D2
