@@ -8,6 +8,7 @@ package plugin
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"sort"
 	"strings"
 	"time"
@@ -326,4 +327,95 @@ func (e *explainer) jobTracking(ctx context.Context, fd *Finding, obj metav1.Obj
 		return
 	}
 	stalled(fmt.Sprintf("Job %s has not counted the pod yet; the Job controller removes the finalizer once it has", job.Name))
+}
+
+// serviceCIDR: C10. The ServiceCIDR controller removes its finalizer once no
+// IPAddress in the range is left that another ServiceCIDR does not cover.
+func (e *explainer) serviceCIDR(ctx context.Context, fd *Finding, obj metav1.Object) {
+	fd.Cause, fd.Catalog = CauseServiceCIDRInUse, "C10"
+	fd.Owner = e.builtInOwner(ctx, "ServiceCIDR controller (kube-controller-manager)")
+	fd.FixOwner = "the owners of the Services still using the range; cluster admin"
+	net := e.c.kube.NetworkingV1()
+	sc, err := net.ServiceCIDRs().Get(ctx, obj.GetName(), metav1.GetOptions{})
+	if err != nil {
+		fd.Message = "could not read the ServiceCIDR: " + err.Error()
+		return
+	}
+	mine := parsePrefixes(sc.Spec.CIDRs)
+	// Other ServiceCIDRs that stay keep the addresses they also cover.
+	var others []netip.Prefix
+	if l, err := net.ServiceCIDRs().List(ctx, metav1.ListOptions{}); err == nil {
+		for _, o := range l.Items {
+			if o.UID != sc.UID && o.DeletionTimestamp == nil {
+				others = append(others, parsePrefixes(o.Spec.CIDRs)...)
+			}
+		}
+	}
+	cond := ""
+	for _, c := range sc.Status.Conditions {
+		if c.Type == "Ready" && c.Status != metav1.ConditionTrue {
+			cond = fmt.Sprintf(" (condition Ready=%s %s: %s)", c.Status, c.Reason, c.Message)
+		}
+	}
+	ips, err := net.IPAddresses().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		fd.Message = "could not list IPAddresses: " + err.Error() + cond
+		return
+	}
+	for _, ip := range ips.Items {
+		addr, err := netip.ParseAddr(ip.Name)
+		if err != nil || !prefixesContain(mine, addr) || prefixesContain(others, addr) {
+			continue
+		}
+		ref := ObjectRef{APIVersion: "networking.k8s.io/v1", Kind: "IPAddress", Resource: "ipaddresses", Name: ip.Name, UID: string(ip.UID)}
+		user, remedy := "an unknown object", "delete the object that holds the address, or add a ServiceCIDR that covers "+ip.Name
+		if p := ip.Spec.ParentRef; p != nil {
+			user = fmt.Sprintf("%s %s", strings.TrimSuffix(p.Resource+"."+p.Group, "."), joinNS(p.Namespace, p.Name))
+			if p.Group == "" && p.Resource == "services" {
+				user = "Service " + joinNS(p.Namespace, p.Name)
+				remedy = fmt.Sprintf("delete Service %s (kubectl delete service %s -n %s), or add a ServiceCIDR that covers %s", joinNS(p.Namespace, p.Name), p.Name, p.Namespace, ip.Name)
+			}
+		}
+		if len(fd.Children) == maxChildren {
+			fd.Children = append(fd.Children, Finding{Cause: "More", Severity: SeverityInfo, Message: "more addresses not shown"})
+			break
+		}
+		fd.Children = append(fd.Children, Finding{Cause: CauseIPAddressAllocated, Catalog: "C10", Severity: SeverityBlocker, Object: &ref,
+			Message:  fmt.Sprintf("%s is allocated to %s and no other ServiceCIDR covers it", ip.Name, user),
+			FixOwner: "the owner of " + user, Remedy: remedy,
+			Leaks: "the Service keeps a ClusterIP outside every ServiceCIDR"})
+	}
+	if n := len(fd.Children); n > 0 {
+		fd.Message = fmt.Sprintf("%d IP address(es) in %s are still allocated and no other ServiceCIDR covers them; the ServiceCIDR controller removes the finalizer once they are released%s",
+			n, strings.Join(sc.Spec.CIDRs, ", "), cond)
+		return
+	}
+	since := e.now.Sub(obj.GetDeletionTimestamp().Time)
+	fd.Severity = SeverityWaiting
+	fd.Message = fmt.Sprintf("no address of %s is allocated any more; the ServiceCIDR controller should remove the finalizer (deleting for %s; %s)%s", strings.Join(sc.Spec.CIDRs, ", "), age(since), fd.Owner.Evidence[0], cond)
+	if since > gcGrace || fd.Owner.State == OwnerDown {
+		fd.Severity = SeverityBlocker
+		fd.FixOwner = "cluster operator (kube-controller-manager)"
+		fd.Remedy = "check that kube-controller-manager runs its ServiceCIDR controller; with no address left in the range, releasing the finalizer leaks nothing"
+		fd.Leaks = "nothing: no address is allocated from the range"
+	}
+}
+
+func parsePrefixes(cidrs []string) []netip.Prefix {
+	var out []netip.Prefix
+	for _, c := range cidrs {
+		if p, err := netip.ParsePrefix(c); err == nil {
+			out = append(out, p.Masked())
+		}
+	}
+	return out
+}
+
+func prefixesContain(ps []netip.Prefix, a netip.Addr) bool {
+	for _, p := range ps {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
 }

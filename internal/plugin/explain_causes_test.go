@@ -16,6 +16,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -249,5 +250,66 @@ func TestExplainJobTrackingFinalizer(t *testing.T) {
 	f = findFinding(rep, CauseJobTrackingPending, pod.Name)
 	if f == nil || f.Severity != SeverityWaiting || !contains(f.Message, "has counted the pod") || rep.Blocked {
 		t.Errorf("a counted pod is not waiting: %+v", rep.Findings)
+	}
+}
+
+// C10: a ServiceCIDR held by its finalizer while a Service still has a
+// ClusterIP from it that no other ServiceCIDR covers.
+func TestExplainServiceCIDRInUse(t *testing.T) {
+	needCluster(t)
+	ns := newNamespace(t)
+	name := "c10-" + ns
+	sc := &networkingv1.ServiceCIDR{ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{"networking.k8s.io/service-cidr-finalizer"}},
+		Spec: networkingv1.ServiceCIDRSpec{CIDRs: []string{"10.123.0.0/24"}}}
+	got, err := cs.NetworkingV1().ServiceCIDRs().Create(t.Context(), sc, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = cs.NetworkingV1().ServiceCIDRs().Patch(context.Background(), name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+		_ = cs.NetworkingV1().ServiceCIDRs().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+	// What the ServiceCIDR controller (not running here) would report.
+	got.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Ready", LastTransitionTime: metav1.Now()}}
+	if _, err := cs.NetworkingV1().ServiceCIDRs().UpdateStatus(t.Context(), got, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "legacy", Namespace: ns},
+		Spec: corev1.ServiceSpec{ClusterIP: "10.123.0.10", Ports: []corev1.ServicePort{{Port: 80}}}}
+	eventually(t, 30*time.Second, "a ClusterIP from the new range", func(ctx context.Context) (bool, error) {
+		_, err := cs.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{})
+		return err == nil, nil
+	})
+	if err := cs.NetworkingV1().ServiceCIDRs().Delete(t.Context(), name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	rep := explainJSON(t, "servicecidr/"+name)
+	f := findFinding(rep, CauseServiceCIDRInUse, name)
+	if f == nil || f.Catalog != "C10" || f.Severity != SeverityBlocker || !contains(f.Message, "1 IP address(es) in 10.123.0.0/24") {
+		t.Fatalf("no C10 blocker: %+v", rep.Findings)
+	}
+	ip := findFinding(rep, CauseIPAddressAllocated, "10.123.0.10")
+	if ip == nil || !contains(ip.Message, "Service "+ns+"/legacy") {
+		t.Fatalf("the Service's address is not named: %+v", rep.Findings)
+	}
+	assertRemedy(t, ip, "kubectl delete service legacy -n "+ns)
+	assertRemedy(t, f, "add a ServiceCIDR that covers them")
+	if !contains(f.Leaks, "no ServiceCIDR covers") || !isRoot(rep, CauseIPAddressAllocated, "10.123.0.10") {
+		t.Errorf("leaks %q, roots %+v", f.Leaks, rep.RootBlockers)
+	}
+
+	// Deleting the Service releases the address: only the controller's
+	// pass is left.
+	if err := cs.CoreV1().Services(ns).Delete(t.Context(), "legacy", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the address to be released", func(ctx context.Context) (bool, error) {
+		_, err := cs.NetworkingV1().IPAddresses().Get(ctx, "10.123.0.10", metav1.GetOptions{})
+		return ignoreNotFound(err) == nil && err != nil, nil
+	})
+	rep = explainJSON(t, "servicecidr/"+name)
+	if f := findFinding(rep, CauseServiceCIDRInUse, name); f == nil || f.Severity != SeverityWaiting || len(f.Children) != 0 {
+		t.Errorf("with no address left: %+v", rep.Findings)
 	}
 }

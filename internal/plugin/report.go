@@ -56,6 +56,8 @@ const (
 	CauseLoadBalancerCleanup          = "LoadBalancerCleanupPending"     // C7
 	CauseJobTrackingPending           = "JobTrackingPending"             // C8
 	CauseCRDInstancesRemain           = "CRDInstancesRemain"             // C9
+	CauseServiceCIDRInUse             = "ServiceCIDRInUse"               // C10
+	CauseIPAddressAllocated           = "IPAddressStillAllocated"        // C10
 	CausePodInGracePeriod             = "PodInGracePeriod"               // D1
 	CausePodOnNotReadyNode            = "PodOnNotReadyNode"              // D2
 	CausePodOnMissingNode             = "PodOnMissingNode"               // D2
