@@ -25,11 +25,13 @@ func main() {
 	opts := controller.DefaultOptions()
 	var metricsAddr, probeAddr string
 	var leaderElect bool
+	var leaderElectionNamespace string
 	var webhookPort int
 	var webhookCertDir string
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "Elect a leader, so that only one of several replicas acts.")
+	flag.StringVar(&leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader-election Lease (default: the pod's own namespace; required outside a cluster).")
 	flag.IntVar(&opts.TargetWorkers, "target-workers", opts.TargetWorkers, "Target objects reconciled at once.")
 	flag.DurationVar(&opts.AttemptTimeout, "attempt-timeout", opts.AttemptTimeout, "Longest one run of a policy's steps for one object may take.")
 	flag.DurationVar(&opts.StatusInterval, "status-interval", opts.StatusInterval, "How often policy status counts are refreshed.")
@@ -41,24 +43,28 @@ func main() {
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 
-	if err := run(opts, metricsAddr, probeAddr, leaderElect, webhook.Options{Port: webhookPort, CertDir: webhookCertDir}); err != nil {
+	if err := run(opts, metricsAddr, probeAddr, leaderElect, leaderElectionNamespace, webhook.Options{Port: webhookPort, CertDir: webhookCertDir}); err != nil {
 		fmt.Fprintln(os.Stderr, "teardown-controller:", err)
 		os.Exit(1)
 	}
 }
 
-func run(opts controller.Options, metricsAddr, probeAddr string, leaderElect bool, webhookOpts webhook.Options) error {
+func run(opts controller.Options, metricsAddr, probeAddr string, leaderElect bool, leaderElectionNamespace string, webhookOpts webhook.Options) error {
 	scheme, err := controller.NewScheme()
 	if err != nil {
 		return err
 	}
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
-		Scheme:                 scheme,
-		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
-		HealthProbeBindAddress: probeAddr,
-		LeaderElection:         leaderElect,
-		LeaderElectionID:       "teardown-controller.teardown.dev",
-		WebhookServer:          webhook.NewServer(webhookOpts),
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
+		HealthProbeBindAddress:  probeAddr,
+		LeaderElection:          leaderElect,
+		LeaderElectionID:        "teardown-controller.teardown.dev",
+		LeaderElectionNamespace: leaderElectionNamespace,
+		// main exits as soon as the manager stops, so handing the Lease over
+		// at once is safe, and spares a rolling update the lease timeout.
+		LeaderElectionReleaseOnCancel: true,
+		WebhookServer:                 webhook.NewServer(webhookOpts),
 	})
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)

@@ -77,7 +77,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		WebhookConfiguration: opts.WebhookConfiguration,
 	}
 	if opts.WebhookConfiguration != "" {
-		mgr.GetWebhookServer().Register(webhook.Path, &admission.Webhook{Handler: &webhook.Attacher{Index: index, Client: mgr.GetClient()}})
+		mgr.GetWebhookServer().Register(webhook.Path, &admission.Webhook{Handler: &webhook.Attacher{Client: mgr.GetClient()}})
 	}
 	if err := policies.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the policy controllers: %w", err)

@@ -10,13 +10,12 @@ package policy
 
 import (
 	"fmt"
-
-	"github.com/google/cel-go/cel"
 	"slices"
 	"sort"
 	"sync"
 	"time"
 
+	"github.com/google/cel-go/cel"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"

@@ -135,6 +135,9 @@ func (r *Runner) createJob(ctx context.Context, pol *policy.Policy, step teardow
 	for i := range pod.Containers {
 		pod.Containers[i].Env = append(pod.Containers[i].Env, env...)
 	}
+	// The controller removes the Job once it has seen it finish; a TTL could
+	// delete it first, and the cleanup would run again.
+	job.Spec.TTLSecondsAfterFinished = nil
 	if pod.RestartPolicy == "" {
 		pod.RestartPolicy = corev1.RestartPolicyNever
 	}

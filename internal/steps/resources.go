@@ -22,8 +22,9 @@ import (
 )
 
 // listOptions scopes a step's resource selector: namespaced kinds are looked
-// up in the target's namespace (every namespace for a cluster-scoped
-// target), cluster-scoped kinds cluster-wide.
+// up in the target's namespace (inside the target itself when it is a
+// Namespace; every namespace for another cluster-scoped target),
+// cluster-scoped kinds cluster-wide.
 func (r *Runner) listOptions(res teardownv1alpha1.ResourceSelector, t Target) (schema.GroupVersionKind, []client.ListOption, error) {
 	gv, err := schema.ParseGroupVersion(res.APIVersion)
 	if err != nil {
@@ -35,8 +36,14 @@ func (r *Runner) listOptions(res teardownv1alpha1.ResourceSelector, t Target) (s
 		return gvk, nil, fmt.Errorf("kind %s: %w", gvk, err)
 	}
 	var opts []client.ListOption
-	if mapping.Scope.Name() == meta.RESTScopeNameNamespace && t.Obj.GetNamespace() != "" {
-		opts = append(opts, client.InNamespace(t.Obj.GetNamespace()))
+	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+		switch {
+		case t.Obj.GetNamespace() != "":
+			opts = append(opts, client.InNamespace(t.Obj.GetNamespace()))
+		case t.GVK.Group == "" && t.GVK.Kind == "Namespace":
+			// A Namespace's steps are about what is inside it.
+			opts = append(opts, client.InNamespace(t.Obj.GetName()))
+		}
 	}
 	if res.Selector != nil {
 		sel, err := metav1.LabelSelectorAsSelector(res.Selector)

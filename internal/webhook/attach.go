@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"slices"
 	"sort"
+	"sync"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -26,6 +27,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -41,11 +43,16 @@ const Path = "/attach-finalizers"
 const WebhookName = "attach.teardown.dev"
 
 // Attacher answers CREATE admission requests with a patch that adds the keys
-// of every Automatic policy the new object matches.
+// of every Automatic policy in force that the new object matches.
 type Attacher struct {
-	Index *policy.Index
-	// Client reads namespace labels, for policies that select namespaces.
+	// Client reads policies and namespace labels from the cache. Every
+	// replica serves the webhook, while only the leader runs the
+	// controllers, so the webhook reads the policies themselves: those whose
+	// Ready condition is True are in force.
 	Client client.Client
+
+	mu     sync.Mutex
+	parsed map[types.UID]*policy.Policy // by UID, rebuilt when the generation changes
 }
 
 // Handle implements admission.Handler.
@@ -70,9 +77,14 @@ func (a *Attacher) Handle(ctx context.Context, req admission.Request) admission.
 		logf.FromContext(ctx).Info("Could not read namespace labels; not attaching at create", "namespace", obj.Namespace, "err", err.Error())
 		return admission.Allowed("")
 	}
+	policies, err := a.inForce(ctx)
+	if err != nil {
+		logf.FromContext(ctx).Info("Could not read the policies; not attaching at create", "err", err.Error())
+		return admission.Allowed("")
+	}
 	var keys []string
-	for _, pol := range a.Index.ForKind(gvk) {
-		if pol.Deleting || pol.Fin == nil || pol.Attach != teardownv1alpha1.AttachAutomatic {
+	for _, pol := range policies {
+		if pol.Attach != teardownv1alpha1.AttachAutomatic || !pol.TargetsKind(gvk) {
 			continue
 		}
 		if pol.Matches(gvk, &obj, nsLabels) && !slices.Contains(obj.Finalizers, pol.Key) && !slices.Contains(keys, pol.Key) {
@@ -101,6 +113,62 @@ func (a *Attacher) Handle(ctx context.Context, req admission.Request) admission.
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
 	return admission.PatchResponseFromRaw(req.Object.Raw, mutated)
+}
+
+// inForce returns the policies whose Ready condition is True and that are
+// not being deleted, parsing each version once.
+func (a *Attacher) inForce(ctx context.Context) ([]*policy.Policy, error) {
+	var objs []client.Object
+	namespaced := &teardownv1alpha1.TeardownPolicyList{}
+	if err := a.Client.List(ctx, namespaced); err != nil {
+		return nil, err
+	}
+	for i := range namespaced.Items {
+		objs = append(objs, &namespaced.Items[i])
+	}
+	cluster := &teardownv1alpha1.ClusterTeardownPolicyList{}
+	if err := a.Client.List(ctx, cluster); err != nil {
+		return nil, err
+	}
+	for i := range cluster.Items {
+		objs = append(objs, &cluster.Items[i])
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.parsed == nil {
+		a.parsed = map[types.UID]*policy.Policy{}
+	}
+	seen := map[types.UID]bool{}
+	var out []*policy.Policy
+	for _, obj := range objs {
+		seen[obj.GetUID()] = true
+		var conditions []metav1.Condition
+		switch p := obj.(type) {
+		case *teardownv1alpha1.TeardownPolicy:
+			conditions = p.Status.Conditions
+		case *teardownv1alpha1.ClusterTeardownPolicy:
+			conditions = p.Status.Conditions
+		}
+		ready := meta.FindStatusCondition(conditions, teardownv1alpha1.ReadyCondition)
+		if obj.GetDeletionTimestamp() != nil || ready == nil || ready.Status != metav1.ConditionTrue || ready.ObservedGeneration != obj.GetGeneration() {
+			continue
+		}
+		pol, ok := a.parsed[obj.GetUID()]
+		if !ok || pol.Generation != obj.GetGeneration() {
+			var err error
+			if pol, err = policy.FromObject(obj); err != nil {
+				continue
+			}
+			a.parsed[obj.GetUID()] = pol
+		}
+		out = append(out, pol)
+	}
+	for uid := range a.parsed {
+		if !seen[uid] {
+			delete(a.parsed, uid)
+		}
+	}
+	return out, nil
 }
 
 func (a *Attacher) namespaceLabels(ctx context.Context, ns string) (labels.Set, error) {

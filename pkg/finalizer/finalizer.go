@@ -417,7 +417,9 @@ func (f *Finalizers) recordProgress(ctx context.Context, obj client.Object, prev
 	}
 	if err != nil {
 		// Progress is advisory; the finalizer protocol does not depend on it.
-		logf.FromContext(ctx).V(2).Info("Could not record cleanup progress", "finalizer", p.Finalizer, "object", klog.KObj(obj), "err", err.Error())
+		// Said at the default level: without it, Events and the CLI go blind
+		// (RBAC's escalation check refuses annotating some RBAC objects).
+		logf.FromContext(ctx).Info("Could not record cleanup progress", "finalizer", p.Finalizer, "object", klog.KObj(obj), "err", err.Error())
 		return
 	}
 	switch p.State {

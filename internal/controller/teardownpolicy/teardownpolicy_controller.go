@@ -191,6 +191,9 @@ func (r *Reconciler) reconcile(ctx context.Context, obj client.Object, req recon
 	}
 	if !equality.Semantic.DeepEqual(statusOf(base), status) {
 		if err := r.client.Status().Patch(ctx, obj, client.MergeFrom(base)); err != nil {
+			if ctx.Err() != nil {
+				return reconcile.Result{}, nil // shutting down; the next leader writes it
+			}
 			return reconcile.Result{}, fmt.Errorf("updating the status: %w", err)
 		}
 	}
