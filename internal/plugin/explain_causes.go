@@ -419,3 +419,69 @@ func prefixesContain(ps []netip.Prefix, a netip.Addr) bool {
 	}
 	return false
 }
+
+// vacProtection: C11. The vac-protection controller removes its finalizer once
+// no PV (spec) and no PVC (spec, status.currentVolumeAttributesClassName,
+// status.modifyVolumeStatus.targetVolumeAttributesClassName) names the class.
+func (e *explainer) vacProtection(ctx context.Context, fd *Finding, obj metav1.Object) {
+	fd.Cause, fd.Catalog = CauseVACInUse, "C11"
+	fd.Owner = e.builtInOwner(ctx, "vac-protection controller (kube-controller-manager)")
+	fd.FixOwner = "the owners of the claims and volumes that use the class"
+	name := obj.GetName()
+	users := 0
+	add := func(ref ObjectRef, where, remedy string) {
+		users++
+		if users == maxChildren+1 {
+			fd.Children = append(fd.Children, Finding{Cause: "More", Severity: SeverityInfo, Message: "more references not shown"})
+		}
+		if users > maxChildren {
+			return
+		}
+		fd.Children = append(fd.Children, Finding{Cause: CauseVACInUse, Catalog: "C11", Severity: SeverityBlocker, Object: &ref,
+			Message: fmt.Sprintf("%s names the class in %s", ref, where), FixOwner: "the owner of " + ref.String(), Remedy: remedy})
+	}
+	core := e.c.kube.CoreV1()
+	pvcs, err := core.PersistentVolumeClaims("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		fd.Message = "could not list PersistentVolumeClaims: " + err.Error()
+		return
+	}
+	for _, c := range pvcs.Items {
+		var where []string
+		if c.Spec.VolumeAttributesClassName != nil && *c.Spec.VolumeAttributesClassName == name {
+			where = append(where, "spec.volumeAttributesClassName")
+		}
+		if c.Status.CurrentVolumeAttributesClassName != nil && *c.Status.CurrentVolumeAttributesClassName == name {
+			where = append(where, "status.currentVolumeAttributesClassName")
+		}
+		if m := c.Status.ModifyVolumeStatus; m != nil && m.TargetVolumeAttributesClassName == name {
+			where = append(where, "status.modifyVolumeStatus (a modification in progress)")
+		}
+		if len(where) == 0 {
+			continue
+		}
+		ref := ObjectRef{APIVersion: "v1", Kind: "PersistentVolumeClaim", Resource: "persistentvolumeclaims", Namespace: c.Namespace, Name: c.Name, UID: string(c.UID)}
+		add(ref, strings.Join(where, ", "), fmt.Sprintf("point the claim at another class (kubectl patch pvc %s -n %s --type merge -p '{\"spec\":{\"volumeAttributesClassName\":\"OTHER\"}}') and let the modification finish, or delete the claim", c.Name, c.Namespace))
+	}
+	if pvs, err := core.PersistentVolumes().List(ctx, metav1.ListOptions{}); err == nil {
+		for _, v := range pvs.Items {
+			if v.Spec.VolumeAttributesClassName != nil && *v.Spec.VolumeAttributesClassName == name {
+				ref := ObjectRef{APIVersion: "v1", Kind: "PersistentVolume", Resource: "persistentvolumes", Name: v.Name, UID: string(v.UID)}
+				add(ref, "spec.volumeAttributesClassName", "change its claim's class (the volume follows once modified), or delete the volume")
+			}
+		}
+	}
+	if users > 0 {
+		fd.Message = fmt.Sprintf("%d claim(s) or volume(s) still use VolumeAttributesClass %s; the vac-protection controller removes the finalizer once none does", users, name)
+		return
+	}
+	since := e.now.Sub(obj.GetDeletionTimestamp().Time)
+	fd.Severity = SeverityWaiting
+	fd.Message = fmt.Sprintf("no claim or volume uses the class any more; the vac-protection controller should remove the finalizer (deleting for %s; %s)", age(since), fd.Owner.Evidence[0])
+	if since > gcGrace || fd.Owner.State == OwnerDown {
+		fd.Severity = SeverityBlocker
+		fd.FixOwner = "cluster operator (kube-controller-manager)"
+		fd.Remedy = "check that kube-controller-manager runs its vac-protection controller; with nothing using the class, releasing the finalizer leaks nothing"
+		fd.Leaks = "nothing: no claim or volume uses the class"
+	}
+}

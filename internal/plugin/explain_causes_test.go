@@ -18,6 +18,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -311,5 +313,62 @@ func TestExplainServiceCIDRInUse(t *testing.T) {
 	rep = explainJSON(t, "servicecidr/"+name)
 	if f := findFinding(rep, CauseServiceCIDRInUse, name); f == nil || f.Severity != SeverityWaiting || len(f.Children) != 0 {
 		t.Errorf("with no address left: %+v", rep.Findings)
+	}
+}
+
+// C11: a VolumeAttributesClass held by kubernetes.io/vac-protection while a
+// PVC still names it.
+func TestExplainVolumeAttributesClassInUse(t *testing.T) {
+	needCluster(t)
+	ns := newNamespace(t)
+	name := "fast-" + ns
+	vac := &storagev1.VolumeAttributesClass{ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{"kubernetes.io/vac-protection"}},
+		DriverName: "csi.teardown.test", Parameters: map[string]string{"iops": "3000"}}
+	if _, err := cs.StorageV1().VolumeAttributesClasses().Create(t.Context(), vac, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = cs.StorageV1().VolumeAttributesClasses().Patch(context.Background(), name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+	})
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "db-data", Namespace: ns},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, VolumeAttributesClassName: ptr.To(name),
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
+	if _, err := cs.CoreV1().PersistentVolumeClaims(ns).Create(t.Context(), pvc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.StorageV1().VolumeAttributesClasses().Delete(t.Context(), name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	rep := explainJSON(t, "volumeattributesclass/"+name)
+	f := findFinding(rep, CauseVACInUse, name)
+	if f == nil || f.Catalog != "C11" || f.Severity != SeverityBlocker || !contains(f.Message, "1 claim(s) or volume(s) still use") {
+		t.Fatalf("no C11 blocker: %+v", rep.Findings)
+	}
+	assertRemedy(t, f, "point the PVCs and PVs that still reference the VolumeAttributesClass at another class")
+	if !contains(f.Leaks, "a class that no longer exists") {
+		t.Errorf("leaks = %q", f.Leaks)
+	}
+	claim := findFinding(rep, CauseVACInUse, "db-data")
+	if claim == nil || !contains(claim.Message, "spec.volumeAttributesClassName") || !isRoot(rep, CauseVACInUse, "db-data") {
+		t.Fatalf("the claim is not the root blocker: %+v", rep.RootBlockers)
+	}
+	assertRemedy(t, claim, "kubectl patch pvc db-data -n "+ns)
+
+	// The claim goes (no pod uses it: drop pvc-protection, which no
+	// controller here removes).
+	if err := cs.CoreV1().PersistentVolumeClaims(ns).Delete(t.Context(), "db-data", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoreV1().PersistentVolumeClaims(ns).Patch(t.Context(), "db-data", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{}); ignoreNotFound(err) != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the claim to go", func(ctx context.Context) (bool, error) {
+		_, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "db-data", metav1.GetOptions{})
+		return ignoreNotFound(err) == nil && err != nil, nil
+	})
+	rep = explainJSON(t, "volumeattributesclass/"+name)
+	if f := findFinding(rep, CauseVACInUse, name); f == nil || f.Severity != SeverityWaiting || len(f.Children) != 0 {
+		t.Errorf("with no claim left: %+v", rep.Findings)
 	}
 }

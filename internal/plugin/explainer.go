@@ -236,6 +236,8 @@ func (e *explainer) finalizerFinding(ctx context.Context, gvr schema.GroupVersio
 		e.pvProtection(ctx, &fd, obj)
 	case fin == "customresourcecleanup.apiextensions.k8s.io" && gvk.Kind == "CustomResourceDefinition":
 		e.crdCleanup(ctx, &fd, obj, depth)
+	case fin == "kubernetes.io/vac-protection" && gvr.Group == "storage.k8s.io" && gvr.Resource == "volumeattributesclasses":
+		e.vacProtection(ctx, &fd, obj)
 	case fin == "networking.k8s.io/service-cidr-finalizer" && gvr.Group == "networking.k8s.io" && gvr.Resource == "servicecidrs":
 		e.serviceCIDR(ctx, &fd, obj)
 	case fin == "batch.kubernetes.io/job-tracking" && gvr.Group == "" && gvr.Resource == "pods":

@@ -57,6 +57,7 @@ const (
 	CauseJobTrackingPending           = "JobTrackingPending"             // C8
 	CauseCRDInstancesRemain           = "CRDInstancesRemain"             // C9
 	CauseServiceCIDRInUse             = "ServiceCIDRInUse"               // C10
+	CauseVACInUse                     = "VolumeAttributesClassInUse"     // C11
 	CauseIPAddressAllocated           = "IPAddressStillAllocated"        // C10
 	CausePodInGracePeriod             = "PodInGracePeriod"               // D1
 	CausePodOnNotReadyNode            = "PodOnNotReadyNode"              // D2
