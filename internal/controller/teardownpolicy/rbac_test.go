@@ -145,8 +145,31 @@ func TestShippedRBACIsEnough(t *testing.T) {
 	})
 	testenv.Eventually(t, 30*time.Second, "the denied policy's condition", readyOf(denied))
 	c := meta.FindStatusCondition(denied.Status.Conditions, teardownv1alpha1.ReadyCondition)
-	if c.Status != metav1.ConditionFalse || c.Reason != teardownv1alpha1.ForbiddenReason || !strings.Contains(c.Message, "Secret") {
-		t.Errorf("denied policy Ready = %s %s %q, want False Forbidden naming Secret", c.Status, c.Reason, c.Message)
+	if c.Status != metav1.ConditionFalse || c.Reason != teardownv1alpha1.ForbiddenReason || !strings.Contains(c.Message, "spec.targets[0]: the controller may not list secrets cluster-wide") {
+		t.Errorf("denied policy Ready = %s %s %q, want False Forbidden: may not list secrets", c.Status, c.Reason, c.Message)
+	}
+	// A step that needs what was not granted is caught up front too, not at
+	// the first deletion.
+	stepDenied := &teardownv1alpha1.TeardownPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "wait-on-secrets", Namespace: ns},
+		Spec: teardownv1alpha1.TeardownPolicySpec{
+			Targets: []teardownv1alpha1.Target{{APIVersion: "v1", Kind: "ConfigMap",
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "y"}}}},
+			Steps: []teardownv1alpha1.Step{{Name: "secrets-gone", Wait: &teardownv1alpha1.WaitAction{
+				Resources: []teardownv1alpha1.ResourceSelector{{APIVersion: "v1", Kind: "Secret",
+					Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "y"}}}},
+				Condition: "size(objects) == 0",
+			}}},
+		},
+	}
+	if err := admin.Create(t.Context(), stepDenied); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 30*time.Second, "the step-denied policy's condition", readyOf(stepDenied))
+	c = meta.FindStatusCondition(stepDenied.Status.Conditions, teardownv1alpha1.ReadyCondition)
+	if c.Status != metav1.ConditionFalse || c.Reason != teardownv1alpha1.ForbiddenReason ||
+		!strings.Contains(c.Message, "spec.steps[0] (secrets-gone): the controller may not list secrets in namespace "+ns) {
+		t.Errorf("step-denied policy Ready = %s %s %q, want False Forbidden naming the step", c.Status, c.Reason, c.Message)
 	}
 
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "guarded", Namespace: ns, Labels: map[string]string{"app": "x"}}}

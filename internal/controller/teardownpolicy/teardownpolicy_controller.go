@@ -18,11 +18,14 @@ import (
 	"sync"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -72,6 +75,8 @@ type Reconciler struct {
 	// dropped holds, per policy, earlier versions whose key or target kinds
 	// an edit removed and whose objects still need releasing.
 	dropped map[policy.Ref][]*policy.Policy
+	// rbacChecks caches each policy's last RBAC check.
+	rbacChecks map[types.UID]rbacCheck
 }
 
 // +kubebuilder:rbac:groups=teardown.dev,resources=teardownpolicies;clusterteardownpolicies,verbs=get;list;watch;update;patch
@@ -217,6 +222,7 @@ func (r *Reconciler) serve(ctx context.Context, obj client.Object, pol *policy.P
 	if err := finalizer.ValidateName(pol.Key); err != nil {
 		return notReady(teardownv1alpha1.FinalizerConflictReason, "%s", err.Error())
 	}
+	var needs []access
 	for i, t := range pol.Targets {
 		mapping, err := r.Manager.GetRESTMapper().RESTMapping(t.GVK.GroupKind(), t.GVK.Version)
 		if err != nil {
@@ -226,27 +232,55 @@ func (r *Reconciler) serve(ctx context.Context, obj client.Object, pol *policy.P
 		if clusterScoped && pol.Ref.Kind == policy.KindNamespaced {
 			return notReady(teardownv1alpha1.ClusterScopedKindReason, "spec.targets[%d]: %s is cluster-scoped; only a ClusterTeardownPolicy can guard it", i, t.GVK.Kind)
 		}
-		if err := r.canList(ctx, t.GVK, pol.Ref.Namespace); err != nil {
-			return notReady(teardownv1alpha1.ForbiddenReason, "spec.targets[%d]: the controller cannot list %s: %s", i, t.GVK.Kind, err)
-		}
+		// One metadata-only informer per kind serves every policy, so
+		// watching is cluster-wide even for a namespaced policy.
+		what := fmt.Sprintf("spec.targets[%d]", i)
+		needs = append(needs, access{what, "list", mapping.Resource, ""}, access{what, "watch", mapping.Resource, ""},
+			access{what, "patch", mapping.Resource, pol.Ref.Namespace})
 	}
 	for i, s := range pol.Steps {
+		what := fmt.Sprintf("spec.steps[%d] (%s)", i, s.Name)
 		var resources []teardownv1alpha1.ResourceSelector
-		if s.Delete != nil {
-			resources = s.Delete.Resources
-		}
-		if s.Wait != nil {
+		verbs := []string{"list"}
+		switch {
+		case s.Delete != nil:
+			resources, verbs = s.Delete.Resources, []string{"list", "delete"}
+		case s.Wait != nil:
 			resources = s.Wait.Resources
+		case s.Job != nil:
+			jobs := batchv1.SchemeGroupVersion.WithResource("jobs")
+			ns := s.Job.Namespace
+			if ns == "" {
+				ns = pol.Ref.Namespace
+			}
+			for _, verb := range []string{"get", "create", "delete"} {
+				needs = append(needs, access{what, verb, jobs, ns})
+			}
 		}
 		for _, res := range resources {
 			gv, err := schema.ParseGroupVersion(res.APIVersion)
+			var mapping *meta.RESTMapping
 			if err == nil {
-				_, err = r.Manager.GetRESTMapper().RESTMapping(gv.WithKind(res.Kind).GroupKind(), gv.Version)
+				mapping, err = r.Manager.GetRESTMapper().RESTMapping(gv.WithKind(res.Kind).GroupKind(), gv.Version)
 			}
 			if err != nil {
-				return notReady(teardownv1alpha1.UnknownKindReason, "spec.steps[%d] (%s): %s %s is not served by the API server: %s", i, s.Name, res.APIVersion, res.Kind, err)
+				return notReady(teardownv1alpha1.UnknownKindReason, "%s: %s %s is not served by the API server: %s", what, res.APIVersion, res.Kind, err)
+			}
+			for _, verb := range verbs {
+				needs = append(needs, access{what, verb, mapping.Resource, pol.Ref.Namespace})
 			}
 		}
+	}
+	if denied, err := r.firstDenied(ctx, pol, needs); err != nil {
+		return notReady(teardownv1alpha1.ForbiddenReason, "checking the controller's RBAC: %s", err)
+	} else if denied != nil {
+		where := "cluster-wide"
+		if denied.namespace != "" {
+			where = "in namespace " + denied.namespace
+		}
+		return notReady(teardownv1alpha1.ForbiddenReason,
+			"%s: the controller may not %s %s %s; grant it with a ClusterRole labelled teardown.dev/aggregate-to-controller: \"true\"",
+			denied.what, denied.verb, denied.resource.GroupResource(), where)
 	}
 	if other, ok := r.Index.KeyOwner(pol); ok {
 		return notReady(teardownv1alpha1.FinalizerConflictReason, "%s already uses finalizer %s for the same kinds", other.Ref, pol.Key)
@@ -310,15 +344,59 @@ func scope(pol *policy.Policy) []client.ListOption {
 	return []client.ListOption{client.InNamespace(pol.Ref.Namespace)}
 }
 
-// canList probes RBAC with the cheapest list the watch will need.
-func (r *Reconciler) canList(ctx context.Context, gvk schema.GroupVersionKind, ns string) error {
-	list := &metav1.PartialObjectMetadataList{}
-	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-	opts := []client.ListOption{client.Limit(1)}
-	if ns != "" {
-		opts = append(opts, client.InNamespace(ns))
+// access is one permission a policy needs from the controller.
+type access struct {
+	what      string // the spec field that needs it
+	verb      string
+	resource  schema.GroupVersionResource
+	namespace string // empty: cluster-wide
+}
+
+// rbacCheckTTL is how long a policy version's RBAC check is trusted before it
+// is asked again: permissions change rarely, and each check is a few
+// SelfSubjectAccessReviews.
+const rbacCheckTTL = 5 * time.Minute
+
+type rbacCheck struct {
+	generation int64
+	at         time.Time
+	denied     *access
+}
+
+// firstDenied asks the API server, with SelfSubjectAccessReviews, whether
+// the controller may do everything the policy needs, and returns the first
+// thing it may not. The answer is cached per policy version for
+// rbacCheckTTL.
+func (r *Reconciler) firstDenied(ctx context.Context, pol *policy.Policy, needs []access) (*access, error) {
+	r.mu.Lock()
+	cached, ok := r.rbacChecks[pol.UID]
+	r.mu.Unlock()
+	if ok && cached.generation == pol.Generation && time.Since(cached.at) < rbacCheckTTL {
+		return cached.denied, nil
 	}
-	return r.reader.List(ctx, list, opts...)
+	var denied *access
+	for _, need := range needs {
+		review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+			ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Verb: need.verb, Group: need.resource.Group, Version: need.resource.Version,
+				Resource: need.resource.Resource, Namespace: need.namespace,
+			},
+		}}
+		if err := r.direct.Create(ctx, review); err != nil {
+			return nil, err
+		}
+		if !review.Status.Allowed {
+			denied = &need
+			break
+		}
+	}
+	r.mu.Lock()
+	if r.rbacChecks == nil {
+		r.rbacChecks = map[types.UID]rbacCheck{}
+	}
+	r.rbacChecks[pol.UID] = rbacCheck{generation: pol.Generation, at: time.Now(), denied: denied}
+	r.mu.Unlock()
+	return denied, nil
 }
 
 // finalizersFor builds the finalizer that runs pol's steps.
