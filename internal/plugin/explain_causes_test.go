@@ -17,11 +17,13 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 )
 
@@ -370,5 +372,66 @@ func TestExplainVolumeAttributesClassInUse(t *testing.T) {
 	rep = explainJSON(t, "volumeattributesclass/"+name)
 	if f := findFinding(rep, CauseVACInUse, name); f == nil || f.Severity != SeverityWaiting || len(f.Children) != 0 {
 		t.Errorf("with no claim left: %+v", rep.Findings)
+	}
+}
+
+// D5: a Node held by Karpenter's termination finalizer. With Karpenter
+// running, the drain is stuck on a PodDisruptionBudget that allows no
+// disruption; with Karpenter gone, Karpenter is the root blocker.
+func TestExplainNodeFinalizer(t *testing.T) {
+	needCluster(t)
+	ns := newNamespace(t)
+	node := "d5-" + ns
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node, Finalizers: []string{"karpenter.sh/termination"}}}
+	if _, err := cs.CoreV1().Nodes().Create(t.Context(), n, metav1.CreateOptions{FieldManager: "karpenter"}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = cs.CoreV1().Nodes().Patch(context.Background(), node, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+	})
+	boundPod(t, ns, "db-0", node, map[string]string{"app": "db"})
+	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: ns},
+		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(1)), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}}}
+	got, err := cs.PolicyV1().PodDisruptionBudgets(ns).Create(t.Context(), pdb, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What the disruption controller (not running here) would compute.
+	got.Status = policyv1.PodDisruptionBudgetStatus{ObservedGeneration: got.Generation, DisruptionsAllowed: 0, CurrentHealthy: 1, DesiredHealthy: 1, ExpectedPods: 1}
+	if _, err := cs.PolicyV1().PodDisruptionBudgets(ns).UpdateStatus(t.Context(), got, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ops := newNamespace(t)
+	freshLease(t, ops, "karpenter-leader-election", "karpenter-6d8f9c-x2k4q")
+	if err := cs.CoreV1().Nodes().Delete(t.Context(), node, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	rep := explainJSON(t, "node/"+node)
+	f := findFinding(rep, CauseNodeDrainBlocked, node)
+	if f == nil || f.Catalog != "D5" || f.Severity != SeverityBlocker || f.Owner == nil || f.Owner.Component != "Karpenter" || f.Owner.State != OwnerAlive {
+		t.Fatalf("no D5 blocker with Karpenter alive: %+v", rep.Findings)
+	}
+	if !contains(f.Leaks, "the cloud instance") {
+		t.Errorf("leaks = %q", f.Leaks)
+	}
+	b := findFinding(rep, CauseDrainBlockedByPDB, "db")
+	if b == nil || !contains(b.Message, "covers pod(s) db-0") || !isRoot(rep, CauseDrainBlockedByPDB, "db") {
+		t.Fatalf("the budget is not the root blocker: %+v", rep.RootBlockers)
+	}
+	assertRemedy(t, b, "scale the workload up")
+
+	// Karpenter gone: nothing drains the node or removes the finalizer.
+	if err := cs.CoordinationV1().Leases(ops).Delete(t.Context(), "karpenter-leader-election", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rep = explainJSON(t, "node/"+node)
+	f = findFinding(rep, CauseOwnerGone, node)
+	if f == nil || f.Catalog != "B1" || !contains(f.Message, "1 pod(s) still run on the node") || !isRoot(rep, CauseOwnerGone, node) {
+		t.Fatalf("Karpenter gone is not the root blocker: %+v", rep.Findings)
+	}
+	assertRemedy(t, f, "reinstall or restart Karpenter")
+	if b := findFinding(rep, CauseDrainBlockedByPDB, "db"); b == nil || b.Severity != SeverityWarning {
+		t.Errorf("the budget should be a warning while Karpenter is gone: %+v", b)
 	}
 }

@@ -242,6 +242,9 @@ func (e *explainer) finalizerFinding(ctx context.Context, gvr schema.GroupVersio
 		e.serviceCIDR(ctx, &fd, obj)
 	case fin == "batch.kubernetes.io/job-tracking" && gvr.Group == "" && gvr.Resource == "pods":
 		e.jobTracking(ctx, &fd, obj)
+	case gvr.Group == "" && gvr.Resource == "nodes":
+		e.ownedFinalizer(ctx, &fd, gvr, gvk, obj, entry, inCatalog)
+		e.nodeDrain(ctx, &fd, obj)
 	case fin == "service.kubernetes.io/load-balancer-cleanup" && gvr.Group == "" && gvr.Resource == "services":
 		e.ownedFinalizer(ctx, &fd, gvr, gvk, obj, entry, inCatalog)
 		e.loadBalancerCleanup(ctx, &fd, obj)

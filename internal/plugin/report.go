@@ -63,6 +63,8 @@ const (
 	CausePodOnNotReadyNode            = "PodOnNotReadyNode"              // D2
 	CausePodOnMissingNode             = "PodOnMissingNode"               // D2
 	CausePodNotKilled                 = "PodPastGracePeriod"             // D3
+	CauseNodeDrainBlocked             = "NodeDrainBlocked"               // D5
+	CauseDrainBlockedByPDB            = "DrainBlockedByPDB"              // D5
 	CauseForegroundDependents         = "ForegroundWaitingOnDependents"  // E1
 	CauseGCIdle                       = "GarbageCollectorNotProgressing" // E2
 	CauseOrphanDependentUnpatchable   = "OrphanDependentUnpatchable"     // E3
