@@ -18,6 +18,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
+// namespaceControllerGrace is how long a terminating namespace may go
+// without any condition before explain says the namespace controller is not
+// running (A11); its first pass writes them within seconds.
+const namespaceControllerGrace = time.Minute
+
 var (
 	gvrNamespace = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 	gvkNamespace = schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}
@@ -87,10 +92,25 @@ func (e *explainer) kubernetesFinalizer(ctx context.Context, ns *corev1.Namespac
 	for _, c := range ns.Status.Conditions {
 		conds[c.Type] = c
 	}
-	if len(conds) == 0 && e.now.Sub(ns.DeletionTimestamp.Time) > time.Minute {
+	// A11: the namespace controller writes its conditions on its first pass,
+	// seconds after the deletion. None after a minute, or a stale
+	// kube-controller-manager Lease, means it is not running.
+	kcm, kcmEvidence := e.controllerManager(ctx)
+	fd.Owner.State = kcm
+	fd.Owner.Evidence = []string{kcmEvidence}
+	if since := e.now.Sub(ns.DeletionTimestamp.Time); len(conds) == 0 && (since > namespaceControllerGrace || kcm == OwnerDown) {
+		why := "kube-controller-manager's namespace controller is not running: check that kube-controller-manager runs, and that its --controllers flag does not leave out the namespace controller (custom controller sets, managed control planes)"
+		switch kcm {
+		case OwnerDown:
+			why = "kube-controller-manager is down: " + kcmEvidence
+		case OwnerAlive:
+			why = fmt.Sprintf("kube-controller-manager runs (%s), so its namespace controller is disabled (--controllers) or far behind", kcmEvidence)
+		}
 		fd.Children = append(fd.Children, Finding{Cause: CauseNamespaceControllerIdle, Catalog: "A11", Severity: SeverityBlocker, Object: &ref,
-			Message:  fmt.Sprintf("terminating for %s and the namespace controller has written no condition", age(e.now.Sub(ns.DeletionTimestamp.Time))),
-			FixOwner: "cluster operator", Remedy: "check that kube-controller-manager runs with the namespace controller; do not strip finalizers"})
+			Message:  fmt.Sprintf("terminating for %s and the namespace controller has written no condition: %s", age(since), why),
+			FixOwner: "cluster operator",
+			Remedy:   "fix kube-controller-manager so the namespace controller runs (it then deletes the content and removes the kubernetes token); do not strip finalizers",
+			Leaks:    "nothing yet; stripping the kubernetes token instead would leave every object of the namespace in etcd, to reappear if the namespace is recreated"})
 	}
 	// A1/A2: every unavailable APIService blocks every terminating namespace.
 	var apiFindings []Finding

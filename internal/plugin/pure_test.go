@@ -82,6 +82,7 @@ func TestObjectBlocker(t *testing.T) {
 }
 
 func TestNamespaceBlocker(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	ns := func(conds ...corev1.NamespaceCondition) *corev1.Namespace {
 		return &corev1.Namespace{Status: corev1.NamespaceStatus{Conditions: conds}}
 	}
@@ -100,10 +101,15 @@ func TestNamespaceBlocker(t *testing.T) {
 			"content waits on finalizers a.io/y (1), b.io/x (2)"},
 		{"remaining", ns(cond(condContentRemaining, "Some resources are remaining: pods. has 2 resource instances")), "content remaining: 2 pods"},
 		{"no conditions", ns(), "no condition yet: namespace controller has not run"},
+		{"no conditions for long", func() *corev1.Namespace {
+			n := ns()
+			n.DeletionTimestamp = &metav1.Time{Time: now.Add(-5 * time.Minute)}
+			return n
+		}(), "no condition after 5m: namespace controller not running (run explain)"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if got := namespaceBlocker(c.ns); got != c.want {
+			if got := namespaceBlocker(c.ns, now); got != c.want {
 				t.Errorf("namespaceBlocker = %q, want %q", got, c.want)
 			}
 		})

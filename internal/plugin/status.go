@@ -214,7 +214,7 @@ func (o *StatusOptions) collect(ctx context.Context) (*StatusReport, error) {
 		}
 		rep.Items = append(rep.Items, StatusRow{Object: ObjectRef{APIVersion: "v1", Kind: "Namespace", Resource: "namespaces", Name: ns.Name, UID: string(ns.UID)},
 			DeletionTimestamp: *ns.DeletionTimestamp, TerminatingFor: age(now.Sub(ns.DeletionTimestamp.Time)), Finalizers: fins,
-			Blocker: namespaceBlocker(ns)})
+			Blocker: namespaceBlocker(ns, now)})
 	}
 	sort.Slice(rep.Items, func(i, j int) bool {
 		a, b := rep.Items[i], rep.Items[j]
@@ -227,7 +227,7 @@ func (o *StatusOptions) collect(ctx context.Context) (*StatusReport, error) {
 }
 
 // namespaceBlocker summarises a terminating namespace from its conditions.
-func namespaceBlocker(ns *corev1.Namespace) string {
+func namespaceBlocker(ns *corev1.Namespace, now time.Time) string {
 	byType := map[corev1.NamespaceConditionType]corev1.NamespaceCondition{}
 	for _, c := range ns.Status.Conditions {
 		byType[c.Type] = c
@@ -266,6 +266,9 @@ func namespaceBlocker(ns *corev1.Namespace) string {
 		}
 	}
 	if len(ns.Status.Conditions) == 0 {
+		if ns.DeletionTimestamp != nil && now.Sub(ns.DeletionTimestamp.Time) > namespaceControllerGrace {
+			return "no condition after " + age(now.Sub(ns.DeletionTimestamp.Time)) + ": namespace controller not running (run explain)"
+		}
 		return "no condition yet: namespace controller has not run"
 	}
 	return "namespace controller finishing"

@@ -1,0 +1,151 @@
+/*
+Copyright 2026 The Teardown Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package nonscontroller
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/teardown-dev/teardown/internal/plugin"
+	"github.com/teardown-dev/teardown/internal/testenv"
+)
+
+var (
+	kubeconfig string
+	cs         kubernetes.Interface
+)
+
+// TestMain starts a control plane whose kube-controller-manager runs the
+// garbage collector only: nothing acts on a namespace's deletion.
+func TestMain(m *testing.M) {
+	if os.Getenv("TEARDOWN_PLUGIN_UNIT_ONLY") != "" {
+		os.Exit(m.Run())
+	}
+	testenv.Main(m, testenv.Options{Controllers: []string{"garbagecollector"}}, func(e *testenv.Env) {
+		kubeconfig = e.Kubeconfig
+		cs = kubernetes.NewForConfigOrDie(e.Config)
+	})
+}
+
+// run runs kubectl-teardown against this control plane.
+func run(args ...string) (string, string, int) {
+	var out, errOut bytes.Buffer
+	code := plugin.Execute(genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &errOut}, append([]string{"--kubeconfig", kubeconfig}, args...))
+	return out.String(), errOut.String(), code
+}
+
+func explain(t *testing.T, ns string) (*plugin.Report, int) {
+	t.Helper()
+	out, errOut, code := run("explain", "namespace/"+ns, "-o", "json")
+	if code != plugin.ExitOK && code != plugin.ExitBlocked {
+		t.Fatalf("explain: exit %d: %s", code, errOut)
+	}
+	rep := &plugin.Report{}
+	if err := json.Unmarshal([]byte(out), rep); err != nil {
+		t.Fatalf("decoding explain's JSON: %v\n%s", err, out)
+	}
+	return rep, code
+}
+
+func find(fs []plugin.Finding, cause string) *plugin.Finding {
+	for i := range fs {
+		if fs[i].Cause == cause {
+			return &fs[i]
+		}
+		if f := find(fs[i].Children, cause); f != nil {
+			return f
+		}
+	}
+	return nil
+}
+
+// A11: with no namespace controller, a deleted namespace never gets a
+// condition. explain waits a minute (the controller's first pass takes
+// seconds) and then names the missing controller as the root blocker, and
+// status says so too.
+func TestExplainNamespaceControllerNotRunning(t *testing.T) {
+	if cs == nil {
+		t.Skip("no control plane (TEARDOWN_PLUGIN_UNIT_ONLY)")
+	}
+	ctx := t.Context()
+	ns := "abandoned"
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// Inside the first minute it may still be the controller's first pass.
+	rep, code := explain(t, ns)
+	if f := find(rep.Findings, plugin.CauseNamespaceControllerIdle); f != nil || code != plugin.ExitOK {
+		t.Errorf("A11 reported too early (exit %d): %+v", code, f)
+	}
+
+	deadline := time.Now().Add(100 * time.Second)
+	var f *plugin.Finding
+	for f == nil {
+		if time.Now().After(deadline) {
+			data, _ := json.MarshalIndent(rep, "", "  ")
+			t.Fatalf("explain never reported A11:\n%s", data)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		case <-time.After(2 * time.Second):
+		}
+		rep, code = explain(t, ns)
+		f = find(rep.Findings, plugin.CauseNamespaceControllerIdle)
+	}
+	if f.Catalog != "A11" || f.Severity != plugin.SeverityBlocker || code != plugin.ExitBlocked {
+		t.Errorf("A11 finding (exit %d): %+v", code, f)
+	}
+	if !strings.Contains(f.Message, "the namespace controller has written no condition") || !strings.Contains(f.Message, "--controllers") {
+		t.Errorf("message = %q", f.Message)
+	}
+	if !strings.Contains(f.Remedy, "do not strip finalizers") || f.FixOwner != "cluster operator" || !strings.Contains(f.Leaks, "stripping the kubernetes token") {
+		t.Errorf("remedy %q, fix owner %q, leaks %q", f.Remedy, f.FixOwner, f.Leaks)
+	}
+	roots := 0
+	for _, r := range rep.RootBlockers {
+		if r.Cause == plugin.CauseNamespaceControllerIdle {
+			roots++
+		}
+	}
+	if roots != 1 {
+		t.Errorf("root blockers = %+v", rep.RootBlockers)
+	}
+
+	out, errOut, code := run("status", "-o", "json")
+	if code != plugin.ExitOK {
+		t.Fatalf("status: exit %d: %s", code, errOut)
+	}
+	st := &plugin.StatusReport{}
+	if err := json.Unmarshal([]byte(out), st); err != nil {
+		t.Fatal(err)
+	}
+	blocker := ""
+	for _, it := range st.Items {
+		if it.Object.Kind == "Namespace" && it.Object.Name == ns {
+			blocker = it.Blocker
+		}
+	}
+	if !strings.Contains(blocker, "namespace controller not running") {
+		t.Errorf("status blocker of the namespace = %q", blocker)
+	}
+}
