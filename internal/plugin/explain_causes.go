@@ -15,6 +15,7 @@ import (
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -510,7 +511,7 @@ func (e *explainer) nodeDrain(ctx context.Context, fd *Finding, obj metav1.Objec
 	if len(drained) == 0 {
 		return
 	}
-	ownerGone := fd.Owner != nil && (fd.Owner.State == OwnerDown || fd.Owner.State == OwnerMissing)
+	gone := ownerGone(fd)
 	pdbs, err := e.c.kube.PolicyV1().PodDisruptionBudgets("").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return
@@ -542,7 +543,7 @@ func (e *explainer) nodeDrain(ctx context.Context, fd *Finding, obj metav1.Objec
 			FixOwner: "the owner of the workload behind the budget",
 			Remedy:   "make one disruption possible: scale the workload up or fix its unhealthy pods, or relax minAvailable/maxUnavailable; Karpenter's NodePool terminationGracePeriod bounds how long a drain may wait",
 			Leaks:    "nothing: this is the drain doing its job"}
-		if ownerGone {
+		if gone {
 			c.Severity = SeverityWarning
 			c.Message += " (once its owner runs again)"
 		}
@@ -550,7 +551,7 @@ func (e *explainer) nodeDrain(ctx context.Context, fd *Finding, obj metav1.Objec
 	}
 	drainMsg := fmt.Sprintf("%d pod(s) still run on the node (DaemonSet pods aside)", len(drained))
 	switch {
-	case ownerGone:
+	case gone:
 		fd.Message += "; " + drainMsg
 	case blocked > 0:
 		fd.Cause, fd.Catalog, fd.Severity = CauseNodeDrainBlocked, "D5", SeverityBlocker
@@ -569,4 +570,135 @@ func isDaemonPod(p *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// ownerGone says whether a finding's owner was found stopped or missing:
+// then the owner is the root blocker, and what it would wait on next is a
+// warning.
+func ownerGone(fd *Finding) bool {
+	return fd.Owner != nil && (fd.Owner.State == OwnerDown || fd.Owner.State == OwnerMissing)
+}
+
+// cloningProtection: C6. The CSI external-provisioner removes
+// provisioner.storage.kubernetes.io/cloning-protection from a source claim
+// once no claim cloned from it is still Pending.
+func (e *explainer) cloningProtection(ctx context.Context, fd *Finding, obj metav1.Object) {
+	if fd.Cause == CauseOwnerLacksRBAC || fd.Cause == CauseOrphanFinalizer {
+		return
+	}
+	pvcs, err := e.c.kube.CoreV1().PersistentVolumeClaims(obj.GetNamespace()).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return
+	}
+	var clones []Finding
+	for _, c := range pvcs.Items {
+		src := c.Spec.DataSource
+		if src == nil && c.Spec.DataSourceRef != nil && (c.Spec.DataSourceRef.Namespace == nil || *c.Spec.DataSourceRef.Namespace == obj.GetNamespace()) {
+			src = &corev1.TypedLocalObjectReference{APIGroup: c.Spec.DataSourceRef.APIGroup, Kind: c.Spec.DataSourceRef.Kind, Name: c.Spec.DataSourceRef.Name}
+		}
+		if src == nil || src.Kind != "PersistentVolumeClaim" || (src.APIGroup != nil && *src.APIGroup != "") || src.Name != obj.GetName() || c.Status.Phase == corev1.ClaimBound {
+			continue
+		}
+		ref := ObjectRef{APIVersion: "v1", Kind: "PersistentVolumeClaim", Resource: "persistentvolumeclaims", Namespace: c.Namespace, Name: c.Name, UID: string(c.UID)}
+		f := Finding{Cause: CauseCloneInProgress, Catalog: "C6", Severity: SeverityBlocker, Object: &ref,
+			Message:  fmt.Sprintf("%s is cloned from this claim and is still %s", ref, orUnknown(string(c.Status.Phase))),
+			FixOwner: "the owner of the clone; the CSI driver's owner",
+			Remedy:   fmt.Sprintf("let the clone finish (its events say why it is Pending), or delete it: kubectl delete pvc %s -n %s", c.Name, c.Namespace),
+			Leaks:    "nothing once the clone is deleted; a clone finishing from a deleted source may fail"}
+		if ownerGone(fd) {
+			f.Severity = SeverityWarning
+			f.Message += " (the provisioner cannot finish it while it is gone)"
+		}
+		clones = append(clones, f)
+	}
+	if len(clones) == 0 {
+		return
+	}
+	fd.Children = append(fd.Children, clones...)
+	if ownerGone(fd) {
+		fd.Message += fmt.Sprintf("; %d clone(s) of this claim are still Pending", len(clones))
+		return
+	}
+	fd.Cause, fd.Catalog, fd.Severity = CauseCloneInProgress, "C6", SeverityBlocker
+	fd.Message = fmt.Sprintf("%s keeps this source claim until its %d Pending clone(s) are provisioned or deleted", orUnknown(fd.Owner.Component), len(clones))
+	fd.FixOwner = "the owners of the clones"
+	fd.Remedy = "finish or delete the clone claims below; then the provisioner removes the finalizer"
+}
+
+// volumeDetach: C4. The CSI external-attacher removes external-attacher/<driver>
+// from a VolumeAttachment (and then from its PV) once the volume is
+// detached from the node; it cannot detach from a node that is gone or not
+// Ready, and reports failures in status.detachError.
+func (e *explainer) volumeDetach(ctx context.Context, fd *Finding, gvr schema.GroupVersionResource, obj metav1.Object) {
+	if fd.Cause == CauseOwnerLacksRBAC || fd.Cause == CauseOrphanFinalizer {
+		return
+	}
+	st := e.c.kube.StorageV1().VolumeAttachments()
+	var vas []storagev1.VolumeAttachment
+	if gvr.Resource == "volumeattachments" {
+		va, err := st.Get(ctx, obj.GetName(), metav1.GetOptions{})
+		if err != nil {
+			return
+		}
+		vas = append(vas, *va)
+	} else {
+		l, err := st.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return
+		}
+		for _, va := range l.Items {
+			if va.Spec.Source.PersistentVolumeName != nil && *va.Spec.Source.PersistentVolumeName == obj.GetName() {
+				vas = append(vas, va)
+			}
+		}
+	}
+	var problems []Finding
+	for _, va := range vas {
+		ref := ObjectRef{APIVersion: "storage.k8s.io/v1", Kind: "VolumeAttachment", Resource: "volumeattachments", Name: va.Name, UID: string(va.UID)}
+		state := fmt.Sprintf("attached=%v", va.Status.Attached)
+		if va.Status.DetachError != nil {
+			state += ", detach error: " + va.Status.DetachError.Message
+		}
+		node, err := e.c.kube.CoreV1().Nodes().Get(ctx, va.Spec.NodeName, metav1.GetOptions{})
+		ready := corev1.ConditionUnknown
+		if err == nil {
+			for _, c := range node.Status.Conditions {
+				if c.Type == corev1.NodeReady {
+					ready = c.Status
+				}
+			}
+		}
+		var f Finding
+		switch {
+		case apierrors.IsNotFound(err):
+			f = Finding{Message: fmt.Sprintf("%s (%s) is on node %s, which no longer exists", ref, state, va.Spec.NodeName),
+				FixOwner: "cluster operator", Remedy: "the attach-detach controller (kube-controller-manager) detaches volumes of deleted nodes; check it runs"}
+		case err == nil && ready != corev1.ConditionTrue:
+			f = Finding{Message: fmt.Sprintf("%s (%s) is on node %s, which is Ready=%s: the volume cannot be detached from it safely", ref, state, node.Name, ready),
+				FixOwner: "node or infrastructure owner",
+				Remedy:   fmt.Sprintf("recover the node; if it is confirmed dead, taint it so the volume is force-detached: kubectl taint node %s node.kubernetes.io/out-of-service=nodeshutdown:NoExecute", node.Name)}
+		case va.Status.DetachError != nil:
+			f = Finding{Message: fmt.Sprintf("%s cannot be detached from node %s: %s", ref, va.Spec.NodeName, va.Status.DetachError.Message),
+				FixOwner: "CSI driver owner; storage admin", Remedy: "fix the CSI driver or the storage backend so ControllerUnpublishVolume succeeds"}
+		default:
+			continue
+		}
+		f.Cause, f.Catalog, f.Severity, f.Object = CauseVolumeDetachBlocked, "C4", SeverityBlocker, &ref
+		f.Leaks = "a volume attached to a node: another node cannot attach it (data may still be written to it)"
+		if ownerGone(fd) {
+			f.Severity = SeverityWarning
+		}
+		problems = append(problems, f)
+	}
+	if len(problems) == 0 {
+		return
+	}
+	fd.Children = append(fd.Children, problems...)
+	if ownerGone(fd) {
+		return
+	}
+	fd.Cause, fd.Catalog, fd.Severity = CauseVolumeDetachBlocked, "C4", SeverityBlocker
+	fd.Message = fmt.Sprintf("%s removes %q once the volume is detached, and cannot detach it (%d attachment(s) below)", orUnknown(fd.Owner.Component), fd.Finalizer, len(problems))
+	fd.FixOwner = "node or storage owner"
+	fd.Remedy = "fix the attachments below; then the attacher detaches the volume and removes the finalizer"
 }

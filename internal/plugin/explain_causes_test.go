@@ -29,10 +29,13 @@ import (
 
 // runningDeployment creates a Deployment and marks it available by hand (no
 // deployment controller runs here), so explain judges its owner alive.
-func runningDeployment(t *testing.T, ns, name, serviceAccount string) {
+func runningDeployment(t *testing.T, ns, name, serviceAccount string, containers ...corev1.Container) {
 	t.Helper()
 	dep := deployment(ns, name, 1)
 	dep.Spec.Template.Spec.ServiceAccountName = serviceAccount
+	if len(containers) > 0 {
+		dep.Spec.Template.Spec.Containers = containers
+	}
 	got, err := cs.AppsV1().Deployments(ns).Create(t.Context(), dep, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("creating Deployment %s/%s: %v", ns, name, err)
@@ -433,5 +436,112 @@ func TestExplainNodeFinalizer(t *testing.T) {
 	assertRemedy(t, f, "reinstall or restart Karpenter")
 	if b := findFinding(rep, CauseDrainBlockedByPDB, "db"); b == nil || b.Severity != SeverityWarning {
 		t.Errorf("the budget should be a warning while Karpenter is gone: %+v", b)
+	}
+}
+
+// grantClusterWide lets a ServiceAccount get, patch and update resources of
+// group everywhere, as a CSI driver's packaged RBAC does.
+func grantClusterWide(t *testing.T, ns, sa, group string, resources ...string) {
+	t.Helper()
+	name := ns + "-" + sa
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{group}, Resources: resources, Verbs: []string{"get", "list", "watch", "patch", "update"}}}}
+	if _, err := cs.RbacV1().ClusterRoles().Create(t.Context(), role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: name},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: ns}}}
+	if _, err := cs.RbacV1().ClusterRoleBindings().Create(t.Context(), binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cs.RbacV1().ClusterRoleBindings().Delete(context.Background(), name, metav1.DeleteOptions{})
+		_ = cs.RbacV1().ClusterRoles().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+}
+
+// C6: a source claim held by cloning-protection while a clone of it is
+// still Pending; the CSI driver's controller (its csi-provisioner sidecar)
+// runs.
+func TestExplainCloneInProgress(t *testing.T) {
+	needCluster(t)
+	ops := newNamespace(t)
+	runningDeployment(t, ops, "hostpath-csi-controller", "hostpath-csi",
+		corev1.Container{Name: "csi-provisioner", Image: "registry.k8s.io/sig-storage/csi-provisioner:v5.2.0"})
+	grantClusterWide(t, ops, "hostpath-csi", "", "persistentvolumeclaims")
+	ns := newNamespace(t)
+	claim := func(name string, fins []string, src *corev1.TypedLocalObjectReference) {
+		pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Finalizers: fins},
+			Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, StorageClassName: ptr.To("csi-hostpath"), DataSource: src,
+				Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
+		if _, err := cs.CoreV1().PersistentVolumeClaims(ns).Create(t.Context(), pvc, metav1.CreateOptions{FieldManager: "csi-provisioner"}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_, _ = cs.CoreV1().PersistentVolumeClaims(ns).Patch(context.Background(), name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+		})
+	}
+	claim("golden", []string{"provisioner.storage.kubernetes.io/cloning-protection"}, nil)
+	claim("golden-copy", nil, &corev1.TypedLocalObjectReference{Kind: "PersistentVolumeClaim", Name: "golden"})
+	if err := cs.CoreV1().PersistentVolumeClaims(ns).Delete(t.Context(), "golden", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	rep := explainJSON(t, "pvc/golden", "-n", ns)
+	f := findFinding(rep, CauseCloneInProgress, "golden")
+	if f == nil || f.Catalog != "C6" || f.Severity != SeverityBlocker || f.Owner == nil || f.Owner.State != OwnerAlive {
+		t.Fatalf("no C6 blocker with a running provisioner: %+v", rep.Findings)
+	}
+	if f.Owner.Workload == nil || f.Owner.Workload.Name != "hostpath-csi-controller" {
+		t.Errorf("the provisioner was not found by its sidecar container: %+v", f.Owner)
+	}
+	assertRemedy(t, f, "finish or delete the clone claims")
+	clone := findFinding(rep, CauseCloneInProgress, "golden-copy")
+	if clone == nil || !contains(clone.Message, "is still Pending") || !isRoot(rep, CauseCloneInProgress, "golden-copy") {
+		t.Fatalf("the Pending clone is not the root blocker: %+v", rep.RootBlockers)
+	}
+	assertRemedy(t, clone, "kubectl delete pvc golden-copy -n "+ns)
+}
+
+// C4: a VolumeAttachment held by the CSI attacher's finalizer while its
+// node is NotReady: the attacher runs but cannot detach.
+func TestExplainVolumeDetachBlocked(t *testing.T) {
+	needCluster(t)
+	ops := newNamespace(t)
+	runningDeployment(t, ops, "teardown-csi-controller", "teardown-csi",
+		corev1.Container{Name: "csi-attacher", Image: "registry.k8s.io/sig-storage/csi-attacher:v4.8.0"})
+	grantClusterWide(t, ops, "teardown-csi", "storage.k8s.io", "volumeattachments")
+	node := "c4-" + ops
+	notReadyNode(t, node)
+	name := "csi-" + ops
+	va := &storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{"external-attacher/csi-teardown-test"}},
+		Spec: storagev1.VolumeAttachmentSpec{Attacher: "csi.teardown.test", NodeName: node, Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: ptr.To("pv-" + ops)}}}
+	got, err := cs.StorageV1().VolumeAttachments().Create(t.Context(), va, metav1.CreateOptions{FieldManager: "csi-attacher"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = cs.StorageV1().VolumeAttachments().Patch(context.Background(), name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+	})
+	got.Status.Attached = true
+	if _, err := cs.StorageV1().VolumeAttachments().UpdateStatus(t.Context(), got, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.StorageV1().VolumeAttachments().Delete(t.Context(), name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	rep := explainJSON(t, "volumeattachment/"+name)
+	f := findFinding(rep, CauseVolumeDetachBlocked, name)
+	if f == nil || f.Catalog != "C4" || f.Severity != SeverityBlocker || f.Owner == nil || f.Owner.State != OwnerAlive || f.Owner.Component != "CSI external-attacher" {
+		t.Fatalf("no C4 blocker with a running attacher: %+v", rep.Findings)
+	}
+	if len(f.Children) != 1 || !contains(f.Children[0].Message, "Ready=Unknown") || !f.Children[0].Root {
+		t.Fatalf("the NotReady node is not the root blocker: %+v", f.Children)
+	}
+	assertRemedy(t, &f.Children[0], "kubectl taint node "+node+" node.kubernetes.io/out-of-service=nodeshutdown:NoExecute")
+	if !contains(f.Leaks, "a volume attached to a node") {
+		t.Errorf("leaks = %q", f.Leaks)
 	}
 }

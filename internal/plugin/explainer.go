@@ -83,6 +83,26 @@ type workload struct {
 	Deleting bool
 	// ServiceAccount its pods run as ("default" when unset).
 	ServiceAccount string
+	// Containers are the names and image names (no registry, no tag) of
+	// its pod template's containers: CSI sidecars run inside a driver's
+	// controller, named after the driver.
+	Containers []string
+}
+
+// containersOf returns the container names and image names of a pod spec.
+func containersOf(spec *corev1.PodSpec) []string {
+	var out []string
+	for _, c := range spec.Containers {
+		img := c.Image
+		if i := strings.LastIndex(img, "/"); i >= 0 {
+			img = img[i+1:]
+		}
+		if i := strings.IndexAny(img, ":@"); i >= 0 {
+			img = img[:i]
+		}
+		out = append(out, c.Name, img)
+	}
+	return out
 }
 
 // serviceAccountOf returns the ServiceAccount of a pod spec.
@@ -242,6 +262,13 @@ func (e *explainer) finalizerFinding(ctx context.Context, gvr schema.GroupVersio
 		e.serviceCIDR(ctx, &fd, obj)
 	case fin == "batch.kubernetes.io/job-tracking" && gvr.Group == "" && gvr.Resource == "pods":
 		e.jobTracking(ctx, &fd, obj)
+	case fin == "provisioner.storage.kubernetes.io/cloning-protection" && gvr.Group == "" && gvr.Resource == "persistentvolumeclaims":
+		e.ownedFinalizer(ctx, &fd, gvr, gvk, obj, entry, inCatalog)
+		e.cloningProtection(ctx, &fd, obj)
+	case strings.HasPrefix(fin, "external-attacher/") && gvr.Group == "storage.k8s.io" && gvr.Resource == "volumeattachments",
+		strings.HasPrefix(fin, "external-attacher/") && gvr.Group == "" && gvr.Resource == "persistentvolumes":
+		e.ownedFinalizer(ctx, &fd, gvr, gvk, obj, entry, inCatalog)
+		e.volumeDetach(ctx, &fd, gvr, obj)
 	case gvr.Group == "" && gvr.Resource == "nodes":
 		e.ownedFinalizer(ctx, &fd, gvr, gvk, obj, entry, inCatalog)
 		e.nodeDrain(ctx, &fd, obj)
@@ -584,28 +611,28 @@ func (e *explainer) findWorkload(ctx context.Context, candidates []string) (work
 			for _, d := range l.Items {
 				e.workloads = append(e.workloads, workload{Ref: ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Resource: "deployments", Namespace: d.Namespace, Name: d.Name},
 					Labels: d.Labels, Ready: d.Status.AvailableReplicas, Desired: replicas(d.Spec.Replicas), Deleting: d.DeletionTimestamp != nil,
-					ServiceAccount: serviceAccountOf(&d.Spec.Template.Spec)})
+					ServiceAccount: serviceAccountOf(&d.Spec.Template.Spec), Containers: containersOf(&d.Spec.Template.Spec)})
 			}
 		}
 		if l, err := apps.StatefulSets("").List(ctx, metav1.ListOptions{}); err == nil {
 			for _, s := range l.Items {
 				e.workloads = append(e.workloads, workload{Ref: ObjectRef{APIVersion: "apps/v1", Kind: "StatefulSet", Resource: "statefulsets", Namespace: s.Namespace, Name: s.Name},
 					Labels: s.Labels, Ready: s.Status.ReadyReplicas, Desired: replicas(s.Spec.Replicas), Deleting: s.DeletionTimestamp != nil,
-					ServiceAccount: serviceAccountOf(&s.Spec.Template.Spec)})
+					ServiceAccount: serviceAccountOf(&s.Spec.Template.Spec), Containers: containersOf(&s.Spec.Template.Spec)})
 			}
 		}
 		if l, err := apps.DaemonSets("").List(ctx, metav1.ListOptions{}); err == nil {
 			for _, d := range l.Items {
 				e.workloads = append(e.workloads, workload{Ref: ObjectRef{APIVersion: "apps/v1", Kind: "DaemonSet", Resource: "daemonsets", Namespace: d.Namespace, Name: d.Name},
 					Labels: d.Labels, Ready: d.Status.NumberAvailable, Desired: d.Status.DesiredNumberScheduled, Deleting: d.DeletionTimestamp != nil,
-					ServiceAccount: serviceAccountOf(&d.Spec.Template.Spec)})
+					ServiceAccount: serviceAccountOf(&d.Spec.Template.Spec), Containers: containersOf(&d.Spec.Template.Spec)})
 			}
 		}
 	})
 	var best *workload
 	for i := range e.workloads {
 		w := &e.workloads[i]
-		if !workloadMatches(w.Ref.Name, w.Labels, candidates) {
+		if !workloadMatches(w.Ref.Name, w.Labels, candidates) && !containsAny(w.Containers, candidates) {
 			continue
 		}
 		if best == nil || (best.Ready == 0 && w.Ready > 0) {
@@ -668,6 +695,15 @@ func (e *explainer) findLease(ctx context.Context, candidates []string) (leaseIn
 		}
 	}
 	return leaseInfo{}, false
+}
+
+func containsAny(list, candidates []string) bool {
+	for _, c := range candidates {
+		if c != "" && containsString(list, c) {
+			return true
+		}
+	}
+	return false
 }
 
 // workloadMatches is the name/label rule of findWorkload.

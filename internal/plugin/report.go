@@ -53,6 +53,8 @@ const (
 	CauseOwnerUnknown                 = "FinalizerOwnerUnknown"          // B1/B5 undecided
 	CausePVCInUse                     = "PVCInUse"                       // C1
 	CausePVBound                      = "PVBound"                        // C2
+	CauseVolumeDetachBlocked          = "VolumeDetachBlocked"            // C4
+	CauseCloneInProgress              = "CloneInProgress"                // C6
 	CauseLoadBalancerCleanup          = "LoadBalancerCleanupPending"     // C7
 	CauseJobTrackingPending           = "JobTrackingPending"             // C8
 	CauseCRDInstancesRemain           = "CRDInstancesRemain"             // C9
