@@ -82,8 +82,9 @@ var finalizerCatalog = []catalogEntry{
 	{Finalizer: "networking.k8s.io/service-cidr-finalizer", Kinds: []string{"ServiceCIDR"}, Component: "ServiceCIDR controller (kube-controller-manager)", BuiltIn: true, Catalog: "C10",
 		Remedy: "delete the Services whose ClusterIPs are still allocated from the range, or add a ServiceCIDR that covers them",
 		Leaks:  "Services keep ClusterIPs that no ServiceCIDR covers any more: the API server's IP repair loop flags them, and the range may no longer be routed", Strip: StripRisky},
-	{Finalizer: "resource.kubernetes.io/delete-protection", Component: "DRA resource claim controller", BuiltIn: true, Catalog: "C12",
-		Remedy: "delete the pods that consume the ResourceClaim; fix the DRA driver", Strip: StripRisky},
+	{Finalizer: "resource.kubernetes.io/delete-protection", Kinds: []string{"ResourceClaim"}, Component: "resource claim controller (kube-controller-manager)", BuiltIn: true, Catalog: "C12",
+		Remedy: "delete the pods that consume the ResourceClaim; fix the DRA driver",
+		Leaks:  "devices still allocated (and maybe prepared on a node) to a claim that no longer exists: the scheduler may hand them out twice", Strip: StripRisky},
 	{Finalizer: "scheduling.k8s.io/podgroup-protection", Component: "podgroupprotection controller (kube-controller-manager)", BuiltIn: true, Catalog: "C13",
 		Remedy: "let the member pods finish, or delete them", Strip: StripRisky},
 	// Third party (§3.2).

@@ -19,6 +19,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -543,5 +544,66 @@ func TestExplainVolumeDetachBlocked(t *testing.T) {
 	assertRemedy(t, &f.Children[0], "kubectl taint node "+node+" node.kubernetes.io/out-of-service=nodeshutdown:NoExecute")
 	if !contains(f.Leaks, "a volume attached to a node") {
 		t.Errorf("leaks = %q", f.Leaks)
+	}
+}
+
+// C12: a DRA ResourceClaim held by delete-protection while a running pod
+// reserves it; once the pod is gone, only the claim controller's pass is
+// left.
+func TestExplainResourceClaimInUse(t *testing.T) {
+	needCluster(t)
+	ns := newNamespace(t)
+	node := "c12-" + ns
+	boundPod(t, ns, "trainer", node, nil)
+	pod, err := cs.CoreV1().Pods(ns).Get(t.Context(), "trainer", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claim := &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: "gpu", Namespace: ns, Finalizers: []string{"resource.kubernetes.io/delete-protection"}},
+		Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{{Name: "gpu",
+			Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: "gpu.teardown.test"}}}}}}
+	got, err := cs.ResourceV1().ResourceClaims(ns).Create(t.Context(), claim, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = cs.ResourceV1().ResourceClaims(ns).Patch(context.Background(), "gpu", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+	})
+	// What the scheduler (not running here) writes when it allocates.
+	got.Status = resourcev1.ResourceClaimStatus{
+		Allocation: &resourcev1.AllocationResult{Devices: resourcev1.DeviceAllocationResult{Results: []resourcev1.DeviceRequestAllocationResult{
+			{Request: "gpu", Driver: "gpu.teardown.test", Pool: node, Device: "gpu-0"}}}},
+		ReservedFor: []resourcev1.ResourceClaimConsumerReference{{Resource: "pods", Name: "trainer", UID: pod.UID}}}
+	if _, err := cs.ResourceV1().ResourceClaims(ns).UpdateStatus(t.Context(), got, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.ResourceV1().ResourceClaims(ns).Delete(t.Context(), "gpu", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	rep := explainJSON(t, "resourceclaim/gpu", "-n", ns)
+	f := findFinding(rep, CauseResourceClaimInUse, "gpu")
+	if f == nil || f.Catalog != "C12" || f.Severity != SeverityBlocker || !contains(f.Message, "allocated gpu.teardown.test/"+node+"/gpu-0") {
+		t.Fatalf("no C12 blocker: %+v", rep.Findings)
+	}
+	if !contains(f.Leaks, "devices still allocated") {
+		t.Errorf("leaks = %q", f.Leaks)
+	}
+	p := findFinding(rep, CauseResourceClaimInUse, "trainer")
+	if p == nil || !isRoot(rep, CauseResourceClaimInUse, "trainer") {
+		t.Fatalf("the pod is not the root blocker: %+v", rep.RootBlockers)
+	}
+	assertRemedy(t, p, "kubectl delete pod trainer -n "+ns)
+
+	if err := cs.CoreV1().Pods(ns).Delete(t.Context(), "trainer", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the pod to go", func(ctx context.Context) (bool, error) {
+		_, err := cs.CoreV1().Pods(ns).Get(ctx, "trainer", metav1.GetOptions{})
+		return ignoreNotFound(err) == nil && err != nil, nil
+	})
+	rep = explainJSON(t, "resourceclaim/gpu", "-n", ns)
+	if f := findFinding(rep, CauseResourceClaimInUse, "gpu"); f == nil || f.Severity != SeverityWaiting || !contains(f.Message, "drops the 1 reservation(s)") {
+		t.Errorf("with the pod gone: %+v", rep.Findings)
 	}
 }

@@ -269,6 +269,8 @@ func (e *explainer) finalizerFinding(ctx context.Context, gvr schema.GroupVersio
 		strings.HasPrefix(fin, "external-attacher/") && gvr.Group == "" && gvr.Resource == "persistentvolumes":
 		e.ownedFinalizer(ctx, &fd, gvr, gvk, obj, entry, inCatalog)
 		e.volumeDetach(ctx, &fd, gvr, obj)
+	case fin == "resource.kubernetes.io/delete-protection" && gvr.Group == "resource.k8s.io" && gvr.Resource == "resourceclaims":
+		e.resourceClaim(ctx, &fd, obj)
 	case gvr.Group == "" && gvr.Resource == "nodes":
 		e.ownedFinalizer(ctx, &fd, gvr, gvk, obj, entry, inCatalog)
 		e.nodeDrain(ctx, &fd, obj)

@@ -60,6 +60,7 @@ const (
 	CauseCRDInstancesRemain           = "CRDInstancesRemain"             // C9
 	CauseServiceCIDRInUse             = "ServiceCIDRInUse"               // C10
 	CauseVACInUse                     = "VolumeAttributesClassInUse"     // C11
+	CauseResourceClaimInUse           = "ResourceClaimInUse"             // C12
 	CauseIPAddressAllocated           = "IPAddressStillAllocated"        // C10
 	CausePodInGracePeriod             = "PodInGracePeriod"               // D1
 	CausePodOnNotReadyNode            = "PodOnNotReadyNode"              // D2
