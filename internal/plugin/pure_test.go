@@ -128,3 +128,38 @@ func TestBuildPlanPure(t *testing.T) {
 		t.Errorf("summary = %+v, want 4 deleted (cycles visited once)", rep.Summary)
 	}
 }
+
+func TestMarkStuck(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	row := func(name string, deleted time.Duration) StatusRow {
+		return StatusRow{Object: ObjectRef{Kind: "Pod", Name: name}, DeletionTimestamp: metav1.Time{Time: now.Add(-deleted)}}
+	}
+	rep := &StatusReport{Items: []StatusRow{
+		row("old", 10*time.Minute),
+		row("recent", time.Minute),
+		// A pod inside its grace period has a deletionTimestamp ahead.
+		row("in-grace", -20*time.Minute),
+	}}
+	markStuck(rep, now, 0)
+	if rep.Stuck != 0 || rep.StuckAfter != "" || stuckExit(rep) != nil {
+		t.Fatalf("without a threshold nothing is stuck: %+v", rep)
+	}
+	markStuck(rep, now, 5*time.Minute)
+	var got []string
+	for _, it := range rep.Items {
+		if it.Stuck {
+			got = append(got, it.Object.Name)
+		}
+	}
+	if diff := cmp.Diff([]string{"old"}, got); diff != "" {
+		t.Errorf("stuck (-want +got):\n%s", diff)
+	}
+	if rep.Stuck != 1 || rep.StuckAfter != "5m" || stuckExit(rep) != errBlocked {
+		t.Errorf("report = %d stuck after %q, exit %v", rep.Stuck, rep.StuckAfter, stuckExit(rep))
+	}
+	for d, want := range map[time.Duration]string{5 * time.Minute: "5m", 90 * time.Second: "1m30s", time.Hour: "1h", 90 * time.Minute: "1h30m", 30 * time.Second: "30s"} {
+		if got := shortDuration(d); got != want {
+			t.Errorf("shortDuration(%v) = %q, want %q", d, got, want)
+		}
+	}
+}

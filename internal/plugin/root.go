@@ -29,8 +29,9 @@ const (
 	ExitError = 1
 	// ExitUsage: bad arguments or flags.
 	ExitUsage = 2
-	// ExitBlocked: explain found at least one blocker. Scripts can tell
-	// "stuck" from "failed".
+	// ExitBlocked: explain found at least one blocker, or status
+	// --stuck-after found an object Terminating for longer than that.
+	// Scripts can tell "stuck" from "failed".
 	ExitBlocked = 3
 )
 
@@ -77,7 +78,8 @@ func newRootCommand(flags *genericclioptions.ConfigFlags, streams genericiooptio
 previews what a deletion would do, shows teardown progress, and removes a
 finalizer safely (dry-run first, evidence shown, audited).
 
-Exit codes: 0 ok, 1 error, 2 usage, 3 blocked (explain found a blocker).`,
+Exit codes: 0 ok, 1 error, 2 usage, 3 blocked (explain found a blocker; status
+--stuck-after found an object Terminating for longer than that).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl teardown"},

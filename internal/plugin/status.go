@@ -33,6 +33,10 @@ type StatusOptions struct {
 	Interval time.Duration
 	Workers  int
 	Color    string
+	// StuckAfter, when set, makes status exit with ExitBlocked if an
+	// object has been Terminating for longer (pods: past their grace
+	// period).
+	StuckAfter time.Duration
 
 	cluster   *cluster
 	namespace string
@@ -47,6 +51,9 @@ type StatusRow struct {
 	Finalizers        []string             `json:"finalizers,omitempty"`
 	Blocker           string               `json:"blocker"`
 	Progress          []finalizer.Progress `json:"progress,omitempty"`
+	// Stuck is set with --stuck-after when the object has been Terminating
+	// for longer than that.
+	Stuck bool `json:"stuck,omitempty"`
 }
 
 // StatusReport is status's -o json|yaml output.
@@ -56,6 +63,10 @@ type StatusReport struct {
 	Items      []StatusRow `json:"items"`
 	// Errors are lists that failed (forbidden kinds); the rest is still shown.
 	Errors []string `json:"errors,omitempty"`
+	// StuckAfter is the --stuck-after threshold, and Stuck how many items
+	// exceed it.
+	StuckAfter string `json:"stuckAfter,omitempty"`
+	Stuck      int    `json:"stuck,omitempty"`
 }
 
 // NewStatusCommand builds `status`.
@@ -67,9 +78,14 @@ func NewStatusCommand(flags *genericclioptions.ConfigFlags, streams genericioopt
 		Long: `Status lists every object being deleted in the cluster (or, with -n, in one
 namespace), how long it has been terminating, and a one-line blocker. It uses
 metadata-only lists of the kinds that can be deleted, in parallel, and never writes.
-With --watch it refreshes as teardowns progress, including Teardown policy steps.`,
+With --watch it refreshes as teardowns progress, including Teardown policy steps.
+
+With --stuck-after it exits with code 3 when something has been Terminating for
+longer than that (pods: counted from the end of their grace period), for scripts
+and monitoring.`,
 		Example: `  kubectl teardown status
-  kubectl teardown status -n shop --watch`,
+  kubectl teardown status -n shop --watch
+  kubectl teardown status --stuck-after 15m || alert "deletions are stuck"`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Complete(cmd, args); err != nil {
@@ -85,6 +101,7 @@ With --watch it refreshes as teardowns progress, including Teardown policy steps
 	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "refresh until interrupted")
 	cmd.Flags().DurationVar(&o.Interval, "interval", 2*time.Second, "refresh interval with --watch")
 	cmd.Flags().IntVar(&o.Workers, "workers", 16, "lists in flight")
+	cmd.Flags().DurationVar(&o.StuckAfter, "stuck-after", 0, "exit with code 3 if an object has been Terminating for longer than this (e.g. 5m; 0: never)")
 	return cmd
 }
 
@@ -109,6 +126,12 @@ func (o *StatusOptions) Validate() error {
 	if o.Interval < 100*time.Millisecond {
 		return usageErrorf("--interval must be at least 100ms")
 	}
+	if o.StuckAfter < 0 {
+		return usageErrorf("--stuck-after must not be negative")
+	}
+	if o.Watch && o.StuckAfter > 0 {
+		return usageErrorf("--stuck-after sets the exit code of one listing; it cannot be combined with --watch")
+	}
 	return validateOutput(o.Output)
 }
 
@@ -130,15 +153,19 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		markStuck(rep, o.Now(), o.StuckAfter)
 		if o.Output != outputTree {
-			return writeStructured(o.Out, o.Output, rep)
+			if err := writeStructured(o.Out, o.Output, rep); err != nil {
+				return err
+			}
+			return stuckExit(rep)
 		}
 		if o.Watch {
 			fmt.Fprintf(o.Out, "%s\n", o.Now().Format(time.TimeOnly))
 		}
 		renderStatus(o.Out, rep, palette{on: color})
 		if !o.Watch {
-			return nil
+			return stuckExit(rep)
 		}
 		select {
 		case <-ctx.Done():
@@ -147,6 +174,44 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 		}
 		fmt.Fprintln(o.Out)
 	}
+}
+
+// markStuck flags the items Terminating for longer than threshold (none
+// when it is 0). A pod's deletionTimestamp is the end of its grace period,
+// so a pod counts from there.
+func markStuck(rep *StatusReport, now time.Time, threshold time.Duration) {
+	if threshold <= 0 {
+		return
+	}
+	rep.StuckAfter = shortDuration(threshold)
+	rep.Stuck = 0
+	for i := range rep.Items {
+		it := &rep.Items[i]
+		it.Stuck = now.Sub(it.DeletionTimestamp.Time) > threshold
+		if it.Stuck {
+			rep.Stuck++
+		}
+	}
+}
+
+// shortDuration is a Go duration without zero units: 5m, 1h30m, 90s → 1m30s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// stuckExit is ExitBlocked when markStuck found something.
+func stuckExit(rep *StatusReport) error {
+	if rep.Stuck > 0 {
+		return errBlocked
+	}
+	return nil
 }
 
 // deletable keeps the kinds whose objects can be Terminating: listable and
@@ -342,6 +407,9 @@ func renderStatus(w io.Writer, rep *StatusReport, p palette) {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", ns, r.Object.Kind, r.Object.Name, r.TerminatingFor, r.Blocker)
 		}
 		_ = tw.Flush()
+	}
+	if rep.Stuck > 0 {
+		fmt.Fprintf(w, "%s %d object(s) Terminating for more than %s\n", p.red("stuck:"), rep.Stuck, rep.StuckAfter)
 	}
 	for _, e := range rep.Errors {
 		fmt.Fprintf(w, "%s %s\n", p.yellow("warning:"), e)

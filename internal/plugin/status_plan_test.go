@@ -176,3 +176,33 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// status --stuck-after exits with ExitBlocked once something has been
+// Terminating for longer than the threshold, in every output format, and
+// says so under the table.
+func TestStatusStuckAfter(t *testing.T) {
+	needCluster(t)
+	ns := newNamespace(t)
+	stuckConfigMap(t, ns, "held")
+	if r := cli(t, "", nil, "status", "-n", ns, "--stuck-after", "1h"); r.code != ExitOK || strings.Contains(r.out, "stuck:") {
+		t.Errorf("nothing older than 1h: exit %d\n%s%s", r.code, r.out, r.err)
+	}
+	time.Sleep(2 * time.Second)
+	r := cli(t, "", nil, "status", "-n", ns, "--stuck-after", "1s")
+	if r.code != ExitBlocked || !strings.Contains(r.out, "held") || !strings.Contains(r.out, "stuck: 1 object(s) Terminating for more than 1s") || r.err != "" {
+		t.Errorf("status --stuck-after 1s: exit %d\n%s%s", r.code, r.out, r.err)
+	}
+	r = cli(t, "", nil, "status", "-n", ns, "--stuck-after", "1s", "-o", "json")
+	rep := &StatusReport{}
+	if err := json.Unmarshal([]byte(r.out), rep); err != nil {
+		t.Fatal(err)
+	}
+	if r.code != ExitBlocked || rep.Stuck != 1 || rep.StuckAfter != "1s" || len(rep.Items) != 1 || !rep.Items[0].Stuck {
+		t.Errorf("status --stuck-after 1s -o json: exit %d\n%s", r.code, r.out)
+	}
+	for _, args := range [][]string{{"--stuck-after", "-1s"}, {"--stuck-after", "1m", "--watch"}} {
+		if r := cli(t, "", nil, append([]string{"status", "-n", ns}, args...)...); r.code != ExitUsage {
+			t.Errorf("status %v: exit %d, want %d", args, r.code, ExitUsage)
+		}
+	}
+}
