@@ -44,9 +44,10 @@ func (e *explainer) ownerRBAC(ctx context.Context, fd *Finding, gvr schema.Group
 		return
 	}
 	grant := rbacGrant(saNS, saName, gvr, obj.GetNamespace())
-	msg := fmt.Sprintf("ServiceAccount %s, which %s runs as, may not patch or update %s %s (SubjectAccessReview: %s)",
-		o.ServiceAccount, o.Component, resourceName(gvr), joinNS(obj.GetNamespace(), obj.GetName()), denied)
-	o.Evidence = append(o.Evidence, "SubjectAccessReview: "+msg)
+	msg := fmt.Sprintf("its ServiceAccount %s may not patch or update %s %s (SubjectAccessReview: %s)",
+		o.ServiceAccount, resourceName(gvr), joinNS(obj.GetNamespace(), obj.GetName()), denied)
+	o.Evidence = append(o.Evidence, fmt.Sprintf("SubjectAccessReview: ServiceAccount %s may not patch or update %s %s",
+		o.ServiceAccount, resourceName(gvr), joinNS(obj.GetNamespace(), obj.GetName())))
 	leaks := fd.Leaks
 	if leaks == "" {
 		leaks = "whatever " + o.Component + " cleans up outside this object (unknown to Teardown)"
@@ -109,6 +110,11 @@ func resourceName(gvr schema.GroupVersionResource) string {
 // to a ServiceAccount: a Role in ns, or a ClusterRole for cluster-scoped
 // objects.
 func rbacGrant(saNS, saName string, gvr schema.GroupVersionResource, ns string) string {
+	if saName == "default" {
+		// Granting the namespace's default ServiceAccount grants every pod
+		// that does not name one.
+		return fmt.Sprintf("give the owner a ServiceAccount of its own (it runs as %s/default, shared by every pod there that names none), then grant that one patch and update on %s", saNS, resourceName(gvr))
+	}
 	name := saName + "-finalizers"
 	if ns == "" {
 		return fmt.Sprintf("kubectl create clusterrole %s --verb=patch,update --resource=%s && kubectl create clusterrolebinding %s --clusterrole=%s --serviceaccount=%s:%s",

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -160,6 +161,26 @@ func TestMarkStuck(t *testing.T) {
 	for d, want := range map[time.Duration]string{5 * time.Minute: "5m", 90 * time.Second: "1m30s", time.Hour: "1h", 90 * time.Minute: "1h30m", 30 * time.Second: "30s"} {
 		if got := shortDuration(d); got != want {
 			t.Errorf("shortDuration(%v) = %q, want %q", d, got, want)
+		}
+	}
+}
+
+func TestRBACGrant(t *testing.T) {
+	cases := []struct {
+		sa, ns string
+		gvr    schema.GroupVersionResource
+		want   string
+	}{
+		{"op", "shop", schema.GroupVersionResource{Version: "v1", Resource: "configmaps"},
+			"kubectl create role op-finalizers -n shop --verb=patch,update --resource=configmaps && kubectl create rolebinding op-finalizers -n shop --role=op-finalizers --serviceaccount=ops:op"},
+		{"op", "", schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1", Resource: "volumeattachments"},
+			"kubectl create clusterrole op-finalizers --verb=patch,update --resource=volumeattachments.storage.k8s.io && kubectl create clusterrolebinding op-finalizers --clusterrole=op-finalizers --serviceaccount=ops:op"},
+		{"default", "shop", schema.GroupVersionResource{Version: "v1", Resource: "configmaps"},
+			"give the owner a ServiceAccount of its own (it runs as ops/default, shared by every pod there that names none), then grant that one patch and update on configmaps"},
+	}
+	for _, c := range cases {
+		if got := rbacGrant("ops", c.sa, c.gvr, c.ns); got != c.want {
+			t.Errorf("rbacGrant(%s, %s) = %q, want %q", c.sa, c.gvr, got, c.want)
 		}
 	}
 }
