@@ -98,7 +98,7 @@ func (e *explainer) kubernetesFinalizer(ctx context.Context, ns *corev1.Namespac
 	kcm, kcmEvidence := e.controllerManager(ctx)
 	fd.Owner.State = kcm
 	fd.Owner.Evidence = []string{kcmEvidence}
-	if since := e.now.Sub(ns.DeletionTimestamp.Time); len(conds) == 0 && (since > namespaceControllerGrace || kcm == OwnerDown) {
+	if since := e.now.Sub(ns.DeletionTimestamp.Time); (len(conds) == 0 && since > namespaceControllerGrace) || kcm == OwnerDown {
 		why := "kube-controller-manager's namespace controller is not running: check that kube-controller-manager runs, and that its --controllers flag does not leave out the namespace controller (custom controller sets, managed control planes)"
 		switch kcm {
 		case OwnerDown:
@@ -106,8 +106,12 @@ func (e *explainer) kubernetesFinalizer(ctx context.Context, ns *corev1.Namespac
 		case OwnerAlive:
 			why = fmt.Sprintf("kube-controller-manager runs (%s), so its namespace controller is disabled (--controllers) or far behind", kcmEvidence)
 		}
+		what := "the namespace controller has written no condition"
+		if len(conds) > 0 {
+			what = "the namespace controller's conditions are from its last pass"
+		}
 		fd.Children = append(fd.Children, Finding{Cause: CauseNamespaceControllerIdle, Catalog: "A11", Severity: SeverityBlocker, Object: &ref,
-			Message:  fmt.Sprintf("terminating for %s and the namespace controller has written no condition: %s", age(since), why),
+			Message:  fmt.Sprintf("terminating for %s and %s: %s", age(since), what, why),
 			FixOwner: "cluster operator",
 			Remedy:   "fix kube-controller-manager so the namespace controller runs (it then deletes the content and removes the kubernetes token); do not strip finalizers",
 			Leaks:    "nothing yet; stripping the kubernetes token instead would leave every object of the namespace in etcd, to reappear if the namespace is recreated"})

@@ -13,10 +13,12 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 
 	"github.com/teardown-dev/teardown/internal/plugin"
 	"github.com/teardown-dev/teardown/internal/testenv"
@@ -147,5 +149,28 @@ func TestExplainNamespaceControllerNotRunning(t *testing.T) {
 	}
 	if !strings.Contains(blocker, "namespace controller not running") {
 		t.Errorf("status blocker of the namespace = %q", blocker)
+	}
+
+	// kube-controller-manager here runs without leader election, so it has
+	// no Lease. A stale one, as a stopped kube-controller-manager leaves
+	// behind, is enough to name it at once, without waiting a minute.
+	renewed := metav1.NewMicroTime(time.Now().Add(-10 * time.Minute))
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "kube-controller-manager", Namespace: "kube-system"},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("master-0_0b7c"), LeaseDurationSeconds: ptr.To[int32](15), RenewTime: &renewed}}
+	if _, err := cs.CoordinationV1().Leases("kube-system").Create(ctx, lease, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	fresh := "just-deleted"
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fresh}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.CoreV1().Namespaces().Delete(ctx, fresh, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rep, code = explain(t, fresh)
+	f = find(rep.Findings, plugin.CauseNamespaceControllerIdle)
+	if f == nil || code != plugin.ExitBlocked || !strings.Contains(f.Message, "kube-controller-manager is down: Lease kube-system/kube-controller-manager (holder \"master-0_0b7c\") was last renewed 10m") {
+		data, _ := json.MarshalIndent(rep, "", "  ")
+		t.Errorf("a stale kube-controller-manager Lease is not reported at once (exit %d):\n%s", code, data)
 	}
 }
