@@ -80,6 +80,10 @@ plugin: ## Build the kubectl plugin into bin/kubectl-teardown (put bin/ on PATH 
 bench-cli: control-plane plugin ## Time `kubectl teardown status` against the kubectl api-resources + get loop (100 CRDs, 20,000 objects).
 	$(GO) run ./hack/bench-cli $(BENCH_FLAGS)
 
+.PHONY: bench
+bench: control-plane ## Measure Teardown against the API server's raw limit and a kubebuilder-style controller (docs/performance.md; BENCH_ARGS=-quick for a short run).
+	$(GO) run ./bench/cmd/bench $(BENCH_ARGS)
+
 .PHONY: build
 build: ## Build every package.
 	$(GO) build ./...

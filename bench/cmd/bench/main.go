@@ -1,0 +1,394 @@
+/*
+Copyright 2026 The Teardown Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+// Command bench measures, in one run on a local control plane, how fast
+// objects guarded by a finalizer are deleted: the API server's raw limit, the
+// teardown-controller (a policy with no steps, one with a webhook step, one
+// with a Declared key) and a kubebuilder-book controller as generated and
+// tuned; API writes per object from the API server's own metrics; and the
+// marginal memory per guarded object of Teardown and of the baseline. It
+// prints a markdown table with PASS or MISS per target of the benchmark
+// issue, and writes results.json, results.md and chart.png.
+//
+//	make bench                              # N=1,000 and N=10,000, 20,000 objects for memory
+//	go run ./bench/cmd/bench -quick         # N=200, 2,000 objects for memory
+//	go run ./bench/cmd/bench -n 1000 -scenarios raw-limit,teardown -rss=false -profile
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/teardown-dev/teardown/bench/report"
+	"github.com/teardown-dev/teardown/internal/controller"
+	"github.com/teardown-dev/teardown/internal/testenv"
+)
+
+type options struct {
+	ns              []int
+	scenarios       []string
+	dataBytes       int
+	driverWorkers   int
+	rawConcurrency  []int
+	teardownWorkers int
+	tunedWorkers    int
+	tunedQPS        int
+	rss             bool
+	rssObjects      int
+	rssDataBytes    int
+	rssSettle       time.Duration
+	profile         bool
+	out             string
+	failOnMiss      bool
+	childEnv        []string
+	teardownArgs    []string
+	rssControllers  []string
+}
+
+func main() {
+	var o options
+	var ns, scenarios, rawConcurrency, childEnv string
+	quick := flag.Bool("quick", false, "Development mode: N=200, raw concurrency 16,32, 2,000 objects for memory, 5s settle.")
+	flag.StringVar(&ns, "n", "1000,10000", "Comma-separated numbers of objects deleted at once.")
+	flag.StringVar(&scenarios, "scenarios", strings.Join(report.Scenarios, ","), "Comma-separated scenarios to run.")
+	flag.IntVar(&o.dataBytes, "data-bytes", 0, "Bytes of data in each ConfigMap of the throughput runs.")
+	flag.IntVar(&o.driverWorkers, "driver-workers", 32, "Goroutines that create and delete the objects.")
+	flag.StringVar(&rawConcurrency, "raw-concurrency", "8,16,32,64", "Concurrencies the raw client tries; the best is kept.")
+	flag.IntVar(&o.teardownWorkers, "teardown-workers", controller.DefaultOptions().TargetWorkers, "teardown-controller --target-workers.")
+	flag.IntVar(&o.tunedWorkers, "tuned-workers", 0, "Workers of the tuned baseline; 0 is the same as -teardown-workers.")
+	flag.IntVar(&o.tunedQPS, "tuned-qps", 1000, "Client QPS of the tuned baseline (burst is twice that).")
+	flag.BoolVar(&o.rss, "rss", true, "Measure marginal RSS per guarded object.")
+	rssControllers := flag.String("rss-controllers", report.Teardown+","+report.BaselineTuned, "Controllers whose memory is measured.")
+	flag.IntVar(&o.rssObjects, "rss-objects", 20000, "Guarded ConfigMaps for the memory measurement.")
+	flag.IntVar(&o.rssDataBytes, "rss-data-bytes", 4096, "Bytes of data in each ConfigMap of the memory measurement.")
+	flag.DurationVar(&o.rssSettle, "rss-settle", 15*time.Second, "Idle time before RSS is read.")
+	flag.BoolVar(&o.profile, "profile", false, "Record a CPU profile of each controller's delete phase into <out>/profiles.")
+	flag.StringVar(&o.out, "out", "_out/bench", "Folder for results, logs and profiles.")
+	flag.BoolVar(&o.failOnMiss, "fail-on-miss", true, "Exit 1 when a target is missed.")
+	teardownArgs := flag.String("teardown-args", "", "Comma-separated extra flags of the teardown controller, for experiments (--experiment-strip-managed-fields).")
+	flag.StringVar(&childEnv, "child-env", "", "Comma-separated KEY=VALUE added to the controllers' environment, for experiments (GOGC=50, GODEBUG=memprofilerate=1).")
+	flag.Parse()
+	if *quick {
+		ns, rawConcurrency = "200", "16,32"
+		o.rssObjects, o.rssSettle = 2000, 5*time.Second
+	}
+	var err error
+	if o.ns, err = ints(ns); err == nil {
+		o.rawConcurrency, err = ints(rawConcurrency)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
+	for _, s := range strings.Split(scenarios, ",") {
+		if !slices.Contains(report.Scenarios, s) {
+			fmt.Fprintf(os.Stderr, "bench: unknown scenario %q (known: %s)\n", s, strings.Join(report.Scenarios, ", "))
+			os.Exit(2)
+		}
+		o.scenarios = append(o.scenarios, s)
+	}
+	o.rssControllers = strings.Split(*rssControllers, ",")
+	for _, c := range o.rssControllers {
+		if c != report.Teardown && c != report.BaselineTuned {
+			fmt.Fprintf(os.Stderr, "bench: -rss-controllers: %q is neither %s nor %s\n", c, report.Teardown, report.BaselineTuned)
+			os.Exit(2)
+		}
+	}
+	if *teardownArgs != "" {
+		o.teardownArgs = strings.Split(*teardownArgs, ",")
+	}
+	if childEnv != "" {
+		o.childEnv = strings.Split(childEnv, ",")
+	}
+	if o.tunedWorkers == 0 {
+		o.tunedWorkers = o.teardownWorkers
+	}
+	missed, err := run(o)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+	if missed && o.failOnMiss {
+		fmt.Fprintln(os.Stderr, "bench: a target was missed")
+		os.Exit(1)
+	}
+}
+
+func ints(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || v <= 0 {
+			return nil, fmt.Errorf("%q is not a list of positive numbers", s)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+type bench struct {
+	opts          options
+	out, bin      string
+	env           *testenv.Env
+	kube          kubernetes.Interface
+	meta          metadata.Interface
+	crc           client.Client
+	driverWorkers int
+	webhook       *webhookServer
+	res           *report.Results
+}
+
+func (b *bench) logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+}
+
+func run(o options) (missed bool, err error) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	root, err := testenv.ModuleRoot()
+	if err != nil {
+		return false, err
+	}
+	if err := os.Chdir(root); err != nil {
+		return false, err
+	}
+	b := &bench{opts: o, out: o.out, bin: filepath.Join(o.out, "bin"), driverWorkers: o.driverWorkers}
+	if err := os.RemoveAll(filepath.Join(o.out, "env")); err != nil {
+		return false, err
+	}
+	for _, dir := range []string{"logs", "bin", "profiles", "env"} {
+		if err := os.MkdirAll(filepath.Join(o.out, dir), 0o755); err != nil {
+			return false, err
+		}
+	}
+	b.logf("building the controllers under benchmark into %s", b.bin)
+	if err := buildChildren(ctx, b.bin); err != nil {
+		return false, err
+	}
+	started := time.Now()
+	b.res = &report.Results{Started: started.UTC(), Machine: machine(), Settings: report.Settings{
+		Ns: o.ns, DataBytes: o.dataBytes, DriverWorkers: o.driverWorkers, RawConcurrency: o.rawConcurrency,
+		TeardownWorkers: o.teardownWorkers, TunedWorkers: o.tunedWorkers, TunedQPS: o.tunedQPS,
+		RSSObjects: o.rssObjects, RSSDataBytes: o.rssDataBytes, RSSSettle: o.rssSettle.String(),
+		ChildEnv: o.childEnv, TeardownArgs: o.teardownArgs,
+		ClientRateLimitNote: "teardown and baseline-default use ctrl.GetConfigOrDie(), which in controller-runtime v0.24 turns client-side rate limiting off (QPS -1): the settings a kubebuilder-generated main.go and cmd/teardown-controller run with; baseline-tuned sets QPS and burst explicitly and raises MaxConcurrentReconciles",
+	}}
+
+	env, err := testenv.Start(testenv.Options{
+		CRDDirectoryPaths: []string{filepath.Join(root, "config", "crd", "bases")},
+		Dir:               filepath.Join(o.out, "env"),
+		Log:               os.Stderr,
+	})
+	if err != nil {
+		return false, err
+	}
+	b.env = env
+	defer func() {
+		if err := env.Stop(); err != nil {
+			b.logf("stopping the control plane: %v", err)
+		}
+	}()
+	cfg := rest.CopyConfig(env.Config)
+	cfg.QPS = -1 // no client-side limit: the driver must never be the bottleneck
+	if b.kube, err = kubernetes.NewForConfig(cfg); err != nil {
+		return false, err
+	}
+	if b.meta, err = metadata.NewForConfig(cfg); err != nil {
+		return false, err
+	}
+	scheme, err := controller.NewScheme()
+	if err != nil {
+		return false, err
+	}
+	if b.crc, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+		return false, err
+	}
+	if v, err := b.kube.Discovery().ServerVersion(); err == nil {
+		b.res.Machine.Kubernetes = v.GitVersion
+	}
+	if b.webhook, err = startWebhook(); err != nil {
+		return false, err
+	}
+	defer b.webhook.close()
+
+	var failed []string
+	for _, n := range o.ns {
+		for _, sc := range o.scenarios {
+			b.logf("%s, N=%d", sc, n)
+			var run report.Run
+			switch sc {
+			case report.Raw:
+				run, err = b.rawLimit(ctx, n)
+			case report.Teardown, report.TeardownWebhook, report.TeardownDeclared:
+				run, err = b.teardownRun(ctx, sc, n)
+			case report.BaselineDefault, report.BaselineTuned:
+				run, err = b.baselineRun(ctx, sc, n)
+			}
+			if err != nil {
+				if ctx.Err() != nil {
+					return false, ctx.Err()
+				}
+				b.logf("  FAILED: %v", err)
+				failed = append(failed, fmt.Sprintf("%s N=%d: %v", sc, n, err))
+				continue
+			}
+			b.logf("  %.0f objects/s over %.2fs, p50 %.3fs, p99 %.3fs, writes/object %.3f attach + %.3f remove, %.0f conflicts; CPU s %v",
+				run.Throughput, run.Seconds, run.P50, run.P99, run.AttachWrites, run.RemoveWrites, run.Conflicts, run.CPUSeconds)
+			b.res.Runs = append(b.res.Runs, run)
+		}
+	}
+	if o.rss {
+		for _, c := range o.rssControllers {
+			b.logf("memory: %s with none and with %d guarded ConfigMaps of %d B", c, o.rssObjects, o.rssDataBytes)
+			m, err := b.rss(ctx, c)
+			if err != nil {
+				if ctx.Err() != nil {
+					return false, ctx.Err()
+				}
+				b.logf("  FAILED: %v", err)
+				failed = append(failed, fmt.Sprintf("memory of %s: %v", c, err))
+				continue
+			}
+			b.res.RSS = append(b.res.RSS, m)
+		}
+	}
+	if calls, conns := b.webhook.calls.Load(), b.webhook.conns.Load(); calls > 0 {
+		b.logf("webhook: %d calls over %d TCP connections", calls, conns)
+	}
+	b.res.Machine.LoadAtEnd = loadAverage()
+	b.res.Duration = time.Since(started).Round(time.Second).String()
+	b.res.FillRatios()
+	b.res.Targets = report.Evaluate(b.res)
+	if err := b.write(); err != nil {
+		return false, err
+	}
+	for _, t := range b.res.Targets {
+		missed = missed || !t.Pass
+	}
+	if len(failed) > 0 {
+		return missed, fmt.Errorf("%d measurement(s) failed:\n  %s", len(failed), strings.Join(failed, "\n  "))
+	}
+	return missed, nil
+}
+
+// write prints the markdown and writes results.json, results.md and
+// chart.png.
+func (b *bench) write() error {
+	var md bytes.Buffer
+	report.Markdown(&md, b.res)
+	fmt.Print(md.String())
+	data, err := json.MarshalIndent(b.res, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(b.out, "results.json"), append(data, '\n'), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(b.out, "results.md"), md.Bytes(), 0o644); err != nil {
+		return err
+	}
+	if err := report.WritePNG(filepath.Join(b.out, "chart.png"), b.res); err != nil {
+		return err
+	}
+	b.logf("wrote %s, results.md and chart.png", filepath.Join(b.out, "results.json"))
+	return nil
+}
+
+// webhookServer is the cleanup endpoint of the webhook policy: it answers
+// Success at once, on 127.0.0.1 only.
+type webhookServer struct {
+	url          string
+	srv          *http.Server
+	calls, conns atomic.Int64
+}
+
+func startWebhook() (*webhookServer, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	w := &webhookServer{url: "http://" + ln.Addr().String() + "/cleanup"}
+	w.srv = &http.Server{
+		Handler: http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+			w.calls.Add(1)
+			rw.Header().Set("Content-Type", "application/json")
+			_, _ = rw.Write([]byte(`{"status":"Success"}`))
+		}),
+		ConnState: func(_ net.Conn, s http.ConnState) {
+			if s == http.StateNew {
+				w.conns.Add(1)
+			}
+		},
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	go func() { _ = w.srv.Serve(ln) }()
+	return w, nil
+}
+
+func (w *webhookServer) close() { _ = w.srv.Close() }
+
+func machine() report.Machine {
+	m := report.Machine{CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), LoadAtStart: loadAverage()}
+	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for _, line := range strings.Split(string(data), "\n") {
+			if v, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+				kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+				m.MemoryGiB = round(kb/(1<<20), 1)
+			}
+		}
+	}
+	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(data), "\n") {
+			if v, ok := strings.CutPrefix(line, "model name"); ok {
+				m.CPUModel = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v), ":"))
+				break
+			}
+		}
+	}
+	if data, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = strings.TrimSpace(string(data))
+	}
+	if assets, err := testenv.AssetsDir(); err == nil {
+		if out, err := exec.Command(filepath.Join(assets, "etcd"), "--version").Output(); err == nil {
+			first, _, _ := strings.Cut(string(out), "\n")
+			m.Etcd = strings.TrimSpace(strings.TrimPrefix(first, "etcd Version:"))
+		}
+	}
+	return m
+}
+
+func loadAverage() float64 {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(data))
+	if len(f) == 0 {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(f[0], 64)
+	return v
+}

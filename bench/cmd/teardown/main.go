@@ -1,0 +1,82 @@
+/*
+Copyright 2026 The Teardown Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+// Command teardown runs the teardown-controller for the benchmark: the same
+// manager and controllers as cmd/teardown-controller (ctrl.GetConfigOrDie,
+// controller.Setup), plus net/http/pprof and the metrics registry on a
+// loopback address so that the benchmark can profile it. Its own metrics and
+// probe servers are off so that several runs never fight over a port.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/teardown-dev/teardown/bench/debugserver"
+	"github.com/teardown-dev/teardown/internal/controller"
+)
+
+func main() {
+	// --kubeconfig is registered by controller-runtime.
+	opts := controller.DefaultOptions()
+	var debugAddress string
+	var qps float64
+	var burst int
+	var stripManagedFields bool
+	flag.IntVar(&opts.TargetWorkers, "target-workers", opts.TargetWorkers, "Target objects reconciled at once.")
+	flag.DurationVar(&opts.StatusInterval, "status-interval", opts.StatusInterval, "How often policy status counts are refreshed.")
+	flag.Float64Var(&qps, "kube-api-qps", 0, "Client QPS; 0 keeps what ctrl.GetConfigOrDie sets, as cmd/teardown-controller does.")
+	flag.IntVar(&burst, "kube-api-burst", 0, "Client burst; 0 keeps what ctrl.GetConfigOrDie sets.")
+	flag.StringVar(&debugAddress, "debug-address", "127.0.0.1:0", "Loopback address of /debug/pprof and /metrics.")
+	flag.BoolVar(&stripManagedFields, "experiment-strip-managed-fields", false, "Experiment, not what cmd/teardown-controller does: drop metadata.managedFields from cached objects.")
+	zapOpts := zap.Options{}
+	zapOpts.BindFlags(flag.CommandLine)
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	if err := run(opts, qps, burst, debugAddress, stripManagedFields); err != nil {
+		fmt.Fprintln(os.Stderr, "teardown:", err)
+		os.Exit(1)
+	}
+}
+
+func run(opts controller.Options, qps float64, burst int, debugAddress string, stripManagedFields bool) error {
+	scheme, err := controller.NewScheme()
+	if err != nil {
+		return err
+	}
+	cfg := ctrl.GetConfigOrDie()
+	if qps > 0 {
+		cfg.QPS = float32(qps)
+	}
+	if burst > 0 {
+		cfg.Burst = burst
+	}
+	var cacheOpts cache.Options
+	if stripManagedFields {
+		cacheOpts.DefaultTransform = cache.TransformStripManagedFields()
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 scheme,
+		Cache:                  cacheOpts,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+	})
+	if err != nil {
+		return fmt.Errorf("creating the manager: %w", err)
+	}
+	if err := controller.Setup(mgr, opts); err != nil {
+		return err
+	}
+	if err := debugserver.Start(debugAddress); err != nil {
+		return err
+	}
+	return mgr.Start(ctrl.SetupSignalHandler())
+}
