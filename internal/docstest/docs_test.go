@@ -67,15 +67,7 @@ func TestMain(m *testing.M) {
 		if err := controller.Setup(mgr, controller.DefaultOptions()); err != nil {
 			panic(err)
 		}
-		ctx, cancel := context.WithCancel(context.Background())
-		stopped := make(chan struct{})
-		go func() {
-			defer close(stopped)
-			if err := mgr.Start(ctx); err != nil {
-				panic(err)
-			}
-		}()
-		e.BeforeStop(func() { cancel(); <-stopped })
+		e.StartManager(mgr)
 	})
 }
 

@@ -26,6 +26,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+
+	"github.com/teardown-dev/teardown/internal/testenv"
 )
 
 // runningDeployment creates a Deployment and marks it available by hand (no
@@ -284,7 +286,7 @@ func TestExplainServiceCIDRInUse(t *testing.T) {
 	}
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "legacy", Namespace: ns},
 		Spec: corev1.ServiceSpec{ClusterIP: "10.123.0.10", Ports: []corev1.ServicePort{{Port: 80}}}}
-	eventually(t, 30*time.Second, "a ClusterIP from the new range", func(ctx context.Context) (bool, error) {
+	testenv.Eventually(t, 30*time.Second, "a ClusterIP from the new range", func(ctx context.Context) (bool, error) {
 		_, err := cs.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{})
 		return err == nil, nil
 	})
@@ -312,7 +314,7 @@ func TestExplainServiceCIDRInUse(t *testing.T) {
 	if err := cs.CoreV1().Services(ns).Delete(t.Context(), "legacy", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "the address to be released", func(ctx context.Context) (bool, error) {
+	testenv.Eventually(t, 30*time.Second, "the address to be released", func(ctx context.Context) (bool, error) {
 		_, err := cs.NetworkingV1().IPAddresses().Get(ctx, "10.123.0.10", metav1.GetOptions{})
 		return ignoreNotFound(err) == nil && err != nil, nil
 	})
@@ -369,7 +371,7 @@ func TestExplainVolumeAttributesClassInUse(t *testing.T) {
 	if _, err := cs.CoreV1().PersistentVolumeClaims(ns).Patch(t.Context(), "db-data", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{}); ignoreNotFound(err) != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "the claim to go", func(ctx context.Context) (bool, error) {
+	testenv.Eventually(t, 30*time.Second, "the claim to go", func(ctx context.Context) (bool, error) {
 		_, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "db-data", metav1.GetOptions{})
 		return ignoreNotFound(err) == nil && err != nil, nil
 	})
@@ -598,7 +600,7 @@ func TestExplainResourceClaimInUse(t *testing.T) {
 	if err := cs.CoreV1().Pods(ns).Delete(t.Context(), "trainer", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "the pod to go", func(ctx context.Context) (bool, error) {
+	testenv.Eventually(t, 30*time.Second, "the pod to go", func(ctx context.Context) (bool, error) {
 		_, err := cs.CoreV1().Pods(ns).Get(ctx, "trainer", metav1.GetOptions{})
 		return ignoreNotFound(err) == nil && err != nil, nil
 	})

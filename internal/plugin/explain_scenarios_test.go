@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
+
+	"github.com/teardown-dev/teardown/internal/testenv"
 )
 
 // Each scenario reproduces one catalogued cause (research/stuck-termination.md
@@ -130,7 +132,7 @@ func TestExplainNamespaceMetadataFinalizer(t *testing.T) {
 		_, _ = cs.CoreV1().Namespaces().Patch(context.Background(), ns, "application/merge-patch+json", []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
 	})
 	deleteNamespace(t, ns)
-	eventually(t, 60*time.Second, "spec finalizers cleared", func(ctx context.Context) (bool, error) {
+	testenv.Eventually(t, 60*time.Second, "spec finalizers cleared", func(ctx context.Context) (bool, error) {
 		n, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		return err == nil && len(n.Spec.Finalizers) == 0, err
 	})
@@ -153,7 +155,7 @@ func TestExplainForeignSpecFinalizer(t *testing.T) {
 		n.Spec.Finalizers = []corev1.FinalizerName{corev1.FinalizerKubernetes, "openshift.io/origin"}
 	})
 	deleteNamespace(t, ns)
-	eventually(t, 60*time.Second, "the kubernetes token to go", func(ctx context.Context) (bool, error) {
+	testenv.Eventually(t, 60*time.Second, "the kubernetes token to go", func(ctx context.Context) (bool, error) {
 		n, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		return err == nil && len(n.Spec.Finalizers) == 1, err
 	})
@@ -169,7 +171,7 @@ func TestExplainForeignSpecFinalizer(t *testing.T) {
 	if r.code != ExitOK {
 		t.Fatalf("release: exit %d\n%s\n%s", r.code, r.out, r.err)
 	}
-	eventually(t, 30*time.Second, "the namespace to go", func(ctx context.Context) (bool, error) {
+	testenv.Eventually(t, 30*time.Second, "the namespace to go", func(ctx context.Context) (bool, error) {
 		_, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		return ignoreNotFound(err) == nil && err != nil, nil
 	})
@@ -259,7 +261,7 @@ func TestExplainForegroundChain(t *testing.T) {
 		cm.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "root", UID: root.UID, BlockOwnerDeletion: ptr.To(true)}}
 	})
 	deleteConfigMap(t, ns, "root", metav1.DeletePropagationForeground)
-	eventually(t, 30*time.Second, "the child to be deleted by the GC", func(ctx context.Context) (bool, error) {
+	testenv.Eventually(t, 30*time.Second, "the child to be deleted by the GC", func(ctx context.Context) (bool, error) {
 		c, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, "child", metav1.GetOptions{})
 		return err == nil && c.DeletionTimestamp != nil, err
 	})
@@ -345,7 +347,7 @@ func TestExplainCRDStuckOnInstances(t *testing.T) {
 	gvr := schema.GroupVersionResource{Group: group, Version: "v1", Resource: "gadgets"}
 	gadget := &unstructured.Unstructured{Object: map[string]any{"apiVersion": group + "/v1", "kind": "Gadget",
 		"metadata": map[string]any{"name": "g1", "namespace": ns, "finalizers": []any{"gadgets.c9.teardown.test/cleanup"}}}}
-	eventually(t, 30*time.Second, "the CRD to serve", func(ctx context.Context) (bool, error) {
+	testenv.Eventually(t, 30*time.Second, "the CRD to serve", func(ctx context.Context) (bool, error) {
 		_, err := dyn.Resource(gvr).Namespace(ns).Create(ctx, gadget, metav1.CreateOptions{FieldManager: "kubectl-create"})
 		return err == nil, nil
 	})

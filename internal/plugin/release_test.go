@@ -25,6 +25,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/teardown-dev/teardown/internal/testenv"
 )
 
 // stuckConfigMap creates a deleted ConfigMap held by an orphan finalizer.
@@ -297,7 +299,7 @@ func TestReleaseForceThenOrphansInDeletedNamespace(t *testing.T) {
 	if r.code != ExitOK || !strings.Contains(r.out, "will orphan: ConfigMap "+ns+"/leftover") {
 		t.Fatalf("release --force: exit %d\n%s\n%s", r.code, r.out, r.err)
 	}
-	eventually(t, 30*time.Second, "the namespace to go", func(ctx context.Context) (bool, error) {
+	testenv.Eventually(t, 30*time.Second, "the namespace to go", func(ctx context.Context) (bool, error) {
 		_, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})

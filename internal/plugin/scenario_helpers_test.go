@@ -27,6 +27,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
+
+	"github.com/teardown-dev/teardown/internal/testenv"
 )
 
 // configMap creates a ConfigMap with finalizers, written by manager so
@@ -189,7 +191,7 @@ func emptyService(t *testing.T, ns, name string) {
 // namespaceCondition waits for the namespace controller to set cond True.
 func namespaceCondition(t *testing.T, ns string, cond corev1.NamespaceConditionType) {
 	t.Helper()
-	eventually(t, 60*time.Second, fmt.Sprintf("namespace %s condition %s", ns, cond), func(ctx context.Context) (bool, error) {
+	testenv.Eventually(t, 60*time.Second, fmt.Sprintf("namespace %s condition %s", ns, cond), func(ctx context.Context) (bool, error) {
 		n, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -217,7 +219,7 @@ func deployment(ns, name string, replicas int32) *appsv1.Deployment {
 // to the rejecting webhook (configurations are picked up asynchronously).
 func waitRejected(t *testing.T, ns, name string) {
 	t.Helper()
-	eventually(t, 30*time.Second, "the webhook to reject updates of "+name, func(ctx context.Context) (bool, error) {
+	testenv.Eventually(t, 30*time.Second, "the webhook to reject updates of "+name, func(ctx context.Context) (bool, error) {
 		_, err := cs.CoreV1().ConfigMaps(ns).Patch(ctx, name, types.MergePatchType, []byte(`{"metadata":{"annotations":{"probe":"x"}}}`),
 			metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
 		return err != nil && strings.Contains(err.Error(), "denied the request"), nil

@@ -30,6 +30,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 )
 
 // DefaultControllers are the kube-controller-manager controllers the
@@ -206,6 +207,20 @@ func (e *Env) AddUser(name string, groups ...string) (*rest.Config, error) {
 		return nil, fmt.Errorf("adding user %s: %w", name, err)
 	}
 	return u.Config(), nil
+}
+
+// StartManager runs mgr in the background until Stop, which stops it first
+// and waits for it, so its watches are closed before the control plane goes.
+func (e *Env) StartManager(mgr manager.Manager) {
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		if err := mgr.Start(ctx); err != nil {
+			panic(fmt.Sprintf("manager stopped: %v", err))
+		}
+	}()
+	e.BeforeStop(func() { cancel(); <-stopped })
 }
 
 // BeforeStop registers fn to run when Stop begins, before the control plane

@@ -30,6 +30,7 @@ import (
 
 	"github.com/teardown-dev/teardown/examples/kubebuilder-operator/bucketapi"
 	"github.com/teardown-dev/teardown/examples/kubebuilder-operator/controller"
+	"github.com/teardown-dev/teardown/internal/testenv"
 	"github.com/teardown-dev/teardown/pkg/finalizer"
 )
 
@@ -57,7 +58,7 @@ type fixture struct {
 // bucket controller for a new namespace until the test ends.
 func start(t *testing.T) *fixture {
 	t.Helper()
-	f := &fixture{ns: newNamespace(t), api: bucketapi.NewServer()}
+	f := &fixture{ns: testenv.NewNamespace(t, k8s), api: bucketapi.NewServer()}
 	ts := httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(ts.Close)
 
@@ -205,14 +206,14 @@ func bucketConfigMap(t *testing.T, ns, name string) *corev1.ConfigMap {
 
 func (f *fixture) waitForBucket(t *testing.T, cm *corev1.ConfigMap) {
 	t.Helper()
-	eventually(t, 30*time.Second, "bucket "+controller.BucketName(cm), func(context.Context) (bool, error) {
+	testenv.Eventually(t, 30*time.Second, "bucket "+controller.BucketName(cm), func(context.Context) (bool, error) {
 		return f.api.Exists(controller.BucketName(cm)), nil
 	})
 }
 
 func waitGone(t *testing.T, cm *corev1.ConfigMap) {
 	t.Helper()
-	eventually(t, 30*time.Second, "ConfigMap "+cm.Name+" to be gone", func(ctx context.Context) (bool, error) {
+	testenv.Eventually(t, 30*time.Second, "ConfigMap "+cm.Name+" to be gone", func(ctx context.Context) (bool, error) {
 		err := k8s.Get(ctx, client.ObjectKeyFromObject(cm), &corev1.ConfigMap{})
 		if apierrors.IsNotFound(err) {
 			return true, nil
@@ -311,7 +312,7 @@ func TestLabelRemovedReleasesConfigMap(t *testing.T) {
 	if err := k8s.Patch(t.Context(), cm, client.RawPatch(types.MergePatchType, unlabel)); err != nil {
 		t.Fatalf("removing the label: %v", err)
 	}
-	eventually(t, 30*time.Second, "the finalizer to be removed", func(ctx context.Context) (bool, error) {
+	testenv.Eventually(t, 30*time.Second, "the finalizer to be removed", func(ctx context.Context) (bool, error) {
 		got := &corev1.ConfigMap{}
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(cm), got); err != nil {
 			return false, err

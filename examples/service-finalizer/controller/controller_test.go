@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/tools/events"
 
 	"github.com/teardown-dev/teardown/examples/service-finalizer/controller"
+	"github.com/teardown-dev/teardown/internal/testenv"
 	"github.com/teardown-dev/teardown/pkg/finalizer"
 )
 
@@ -152,7 +153,7 @@ func TestDeletionWaitsForDeregistration(t *testing.T) {
 	if _, err := services.Create(ctx, svc, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating the Service: %v", err)
 	}
-	eventually(t, 30*time.Second, "the DNS record to be registered", func(context.Context) (bool, error) {
+	testenv.Eventually(t, 30*time.Second, "the DNS record to be registered", func(context.Context) (bool, error) {
 		_, ok := dns.Lookup(record)
 		return ok, nil
 	})
@@ -212,7 +213,7 @@ func TestUndeclaredServiceIsNotGuarded(t *testing.T) {
 	if _, err := services.Create(ctx, guarded, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating the guarded Service: %v", err)
 	}
-	eventually(t, 30*time.Second, "the guarded Service's DNS record", func(context.Context) (bool, error) {
+	testenv.Eventually(t, 30*time.Second, "the guarded Service's DNS record", func(context.Context) (bool, error) {
 		_, ok := dns.Lookup(controller.RecordName(guarded))
 		return ok, nil
 	})

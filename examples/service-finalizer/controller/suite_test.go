@@ -12,11 +12,9 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
@@ -75,14 +73,4 @@ func manifest(t *testing.T, ns string) *corev1.Service {
 	}
 	svc.Namespace = ns
 	return svc
-}
-
-// eventually polls cond until it holds or the timeout passes.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func(ctx context.Context) (bool, error)) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), timeout)
-	defer cancel()
-	if err := wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, cond); err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
-	}
 }
