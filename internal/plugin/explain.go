@@ -21,6 +21,11 @@ type ExplainOptions struct {
 
 	Output string
 	Color  string
+	// GCStallAfter is how long the garbage collector may leave a
+	// foregroundDeletion or orphan finalizer with nothing to do, or a
+	// foreground owner's dependents undeleted, before explain reports it
+	// as not progressing (E2).
+	GCStallAfter time.Duration
 
 	args    []string
 	cluster *cluster
@@ -55,6 +60,7 @@ Exit code 3 means a blocker was found.`,
 		},
 	}
 	cmd.Flags().StringVarP(&o.Output, flagOutput, "o", "", "output format: json or yaml (default: a tree)")
+	cmd.Flags().DurationVar(&o.GCStallAfter, "gc-stall-after", gcGrace, "how long the garbage collector may leave a foregroundDeletion or orphan finalizer with nothing to do, or a foreground owner's dependents undeleted, before it is reported as not progressing (E2)")
 	return cmd
 }
 
@@ -75,6 +81,9 @@ func (o *ExplainOptions) Complete(cmd *cobra.Command, args []string) error {
 
 // Validate checks the flags.
 func (o *ExplainOptions) Validate() error {
+	if o.GCStallAfter <= 0 {
+		return usageErrorf("--gc-stall-after must be positive")
+	}
 	return validateOutput(o.Output)
 }
 
@@ -83,7 +92,9 @@ func (o *ExplainOptions) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	rep, err := newExplainer(o.cluster, o.Now()).explain(ctx, o.target)
+	ex := newExplainer(o.cluster, o.Now())
+	ex.gcStallAfter = o.GCStallAfter
+	rep, err := ex.explain(ctx, o.target)
 	if err != nil {
 		return err
 	}

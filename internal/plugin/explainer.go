@@ -39,7 +39,9 @@ const (
 	// maxChildren bounds the objects explained in detail under one node.
 	maxChildren = 25
 	// gcGrace is how long a GC finalizer may sit with nothing left to wait
-	// on before explain calls the garbage collector stuck.
+	// on before explain calls the garbage collector stuck (E2), unless
+	// explain --gc-stall-after says otherwise; other built-in controllers
+	// are judged with it too.
 	gcGrace = 2 * time.Minute
 )
 
@@ -60,11 +62,15 @@ type explainer struct {
 	scopes    map[string][]metaItem
 	// kube-controller-manager's liveness from its Lease, read once.
 	kcmState, kcmEvidence string
-	mu                    sync.Mutex
+	// gcStallAfter is how long the garbage collector may leave a
+	// foregroundDeletion or orphan finalizer with nothing left to do, or a
+	// foreground owner's blocking dependents undeleted, before E2.
+	gcStallAfter time.Duration
+	mu           sync.Mutex
 }
 
 func newExplainer(c *cluster, now time.Time) *explainer {
-	return &explainer{c: c, now: now, nsCache: map[string]*corev1.Namespace{}, visited: map[types.UID]bool{}}
+	return &explainer{c: c, now: now, nsCache: map[string]*corev1.Namespace{}, visited: map[types.UID]bool{}, gcStallAfter: gcGrace}
 }
 
 // policyInfo is a TeardownPolicy or ClusterTeardownPolicy, read without the
@@ -817,6 +823,9 @@ func (e *explainer) foreground(ctx context.Context, fd *Finding, gvr schema.Grou
 			}
 		}
 	}
+	if len(blocking) > 0 && e.gcNeverDeleted(ctx, fd, obj, blocking) {
+		return
+	}
 	if len(blocking) > 0 {
 		fd.Cause, fd.Catalog = CauseForegroundDependents, "E1"
 		fd.Message = fmt.Sprintf("foreground deletion waits for %d dependent(s) with blockOwnerDeletion=true", len(blocking))
@@ -830,10 +839,10 @@ func (e *explainer) foreground(ctx context.Context, fd *Finding, gvr schema.Grou
 		}
 		return
 	}
-	e.gcIdle(fd, obj, "no dependent with blockOwnerDeletion=true remains")
+	e.gcIdle(ctx, fd, obj, "no dependent with blockOwnerDeletion=true remains")
 }
 
-func (e *explainer) gcIdle(fd *Finding, obj metav1.Object, why string) {
+func (e *explainer) gcIdle(ctx context.Context, fd *Finding, obj metav1.Object, why string) {
 	since := e.now.Sub(obj.GetDeletionTimestamp().Time)
 	fd.Cause, fd.Catalog = CauseGCIdle, "E2"
 	fd.Message = fmt.Sprintf("%s; the garbage collector should remove %q (deleting for %s)", why, fd.Finalizer, age(since))
@@ -841,9 +850,68 @@ func (e *explainer) gcIdle(fd *Finding, obj metav1.Object, why string) {
 	fd.Remedy = "check kube-controller-manager and CRDs with broken conversion webhooks; removing the finalizer is low-risk once nothing depends on it"
 	fd.Leaks = "nothing: the garbage collector finalizers only gate dependents"
 	fd.Severity = SeverityWaiting
-	if since > gcGrace {
+	if e.gcStalled(ctx, fd, obj) {
 		fd.Severity = SeverityBlocker
+		fd.Message += ": it is not progressing (" + e.gcStallEvidence(ctx) + ")"
 	}
+}
+
+// gcStalled says whether the garbage collector had time enough to act on
+// obj's deletion: longer ago than --gc-stall-after, or at once when
+// kube-controller-manager's Lease is stale. A readable Lease becomes the
+// evidence of fd's owner.
+func (e *explainer) gcStalled(ctx context.Context, fd *Finding, obj metav1.Object) bool {
+	state, ev := e.controllerManager(ctx)
+	if state != OwnerUnknown && fd != nil && fd.Owner != nil {
+		fd.Owner.State, fd.Owner.Evidence = state, []string{ev}
+	}
+	return e.now.Sub(obj.GetDeletionTimestamp().Time) > e.gcStallAfter || state == OwnerDown
+}
+
+// gcStallEvidence says why gcStalled judged the garbage collector stuck.
+func (e *explainer) gcStallEvidence(ctx context.Context) string {
+	if state, ev := e.controllerManager(ctx); state == OwnerDown {
+		return "kube-controller-manager is down: " + ev
+	}
+	return fmt.Sprintf("longer than the %s it is given, --gc-stall-after", e.gcStallAfter)
+}
+
+// gcNeverDeleted: E2 for a foreground owner whose blocking dependents the
+// garbage collector has not even started deleting. It deletes every
+// dependent of an owner marked foregroundDeletion within seconds, so none of
+// them terminating once the owner has been deleting for longer than
+// --gc-stall-after (or with kube-controller-manager's Lease stale) means it
+// is not running (left out of --controllers, kube-controller-manager down)
+// or not progressing (informers not synced). It reports false, leaving fd
+// alone, when that is not the case: the dependents are then E1's.
+func (e *explainer) gcNeverDeleted(ctx context.Context, fd *Finding, obj metav1.Object, blocking []metaItem) bool {
+	for _, d := range blocking {
+		if d.Obj.DeletionTimestamp != nil {
+			return false
+		}
+	}
+	if !e.gcStalled(ctx, nil, obj) {
+		return false
+	}
+	e.gcStalled(ctx, fd, obj)
+	since := e.now.Sub(obj.GetDeletionTimestamp().Time)
+	fd.Cause, fd.Catalog = CauseGCIdle, "E2"
+	fd.Severity = SeverityBlocker
+	fd.Message = fmt.Sprintf("foreground deletion waits for %d dependent(s) with blockOwnerDeletion=true, but the garbage collector has deleted none of them in %s (%s); it deletes them within seconds of a foreground deletion, so it is not running or not progressing",
+		len(blocking), age(since), e.gcStallEvidence(ctx))
+	fd.FixOwner = "cluster operator"
+	fd.Remedy = "run kube-controller-manager with the garbage collector (check its --controllers flag, and its log for informers that do not sync, such as CRDs with broken conversion webhooks); it then deletes the dependents and removes the finalizer. Without it nothing removes the finalizer: delete the dependents yourself, then remove foregroundDeletion, which is low-risk once nothing depends on the owner"
+	fd.Leaks = "nothing yet; removing the finalizer now would leave the dependents behind with an ownerReference to a deleted owner, for a garbage collector to delete later"
+	for i, d := range blocking {
+		if i == maxChildren {
+			fd.Children = append(fd.Children, Finding{Cause: "More", Severity: SeverityInfo, Message: fmt.Sprintf("%d more dependents not shown", len(blocking)-maxChildren)})
+			break
+		}
+		ref := d.ref()
+		fd.Children = append(fd.Children, Finding{Cause: "BlockingDependent", Severity: SeverityWaiting, Object: &ref,
+			Message: fmt.Sprintf("%s is not deleted: the garbage collector has not acted on it", ref)})
+	}
+	return true
 }
 
 // dependentNode explains one dependent an owner waits on.
@@ -869,7 +937,7 @@ func (e *explainer) orphan(ctx context.Context, fd *Finding, gvr schema.GroupVer
 	fd.Owner = &Owner{Component: "garbage collector (kube-controller-manager)", Source: SourceCatalog, State: OwnerUnknown}
 	deps := e.dependents(ctx, obj.GetNamespace(), obj.GetUID())
 	if len(deps) == 0 {
-		e.gcIdle(fd, obj, "no dependent still references it")
+		e.gcIdle(ctx, fd, obj, "no dependent still references it")
 		return
 	}
 	fd.Cause, fd.Catalog = "OrphaningDependents", "E3"
@@ -907,8 +975,8 @@ func (e *explainer) orphan(ctx context.Context, fd *Finding, gvr schema.GroupVer
 				Leaks:    "nothing: orphaning keeps the dependents"})
 		}
 	}
-	if fd.Severity == SeverityWaiting && e.now.Sub(obj.GetDeletionTimestamp().Time) > gcGrace {
-		e.gcIdle(fd, obj, fmt.Sprintf("%d dependents still reference it although they can be patched", len(deps)))
+	if fd.Severity == SeverityWaiting && e.gcStalled(ctx, nil, obj) {
+		e.gcIdle(ctx, fd, obj, fmt.Sprintf("%d dependents still reference it although they can be patched", len(deps)))
 	}
 }
 
