@@ -977,6 +977,8 @@ func (e *explainer) orphan(ctx context.Context, fd *Finding, gvr schema.GroupVer
 	}
 	if fd.Severity == SeverityWaiting && e.gcStalled(ctx, nil, obj) {
 		e.gcIdle(ctx, fd, obj, fmt.Sprintf("%d dependents still reference it although they can be patched", len(deps)))
+		fd.Remedy = "fix kube-controller-manager's garbage collector (its --controllers flag; CRDs with broken conversion webhooks); without it, remove the ownerReference from the dependents yourself (that is what orphaning does), then remove orphan"
+		fd.Leaks = "nothing once the dependents no longer reference it; removing orphan first lets a garbage collector delete the dependents later, which orphaning was meant to prevent"
 	}
 }
 

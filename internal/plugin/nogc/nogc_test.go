@@ -234,8 +234,9 @@ func TestExplainGarbageCollectorNotRunning(t *testing.T) {
 		message: []string{`no dependent with blockOwnerDeletion=true remains; the garbage collector should remove "foregroundDeletion"`, "it is not progressing (longer than the 1s it is given, --gc-stall-after)"},
 	}, {
 		name: "legacy", finalizer: "orphan",
-		want: summary{Cause: plugin.CauseGCIdle, Catalog: "E2", Severity: plugin.SeverityBlocker, FixOwner: "cluster operator", Remedy: idleRemedy,
-			Leaks:          "nothing: the garbage collector finalizers only gate dependents",
+		want: summary{Cause: plugin.CauseGCIdle, Catalog: "E2", Severity: plugin.SeverityBlocker, FixOwner: "cluster operator",
+			Remedy:         "fix kube-controller-manager's garbage collector (its --controllers flag; CRDs with broken conversion webhooks); without it, remove the ownerReference from the dependents yourself (that is what orphaning does), then remove orphan",
+			Leaks:          "nothing once the dependents no longer reference it; removing orphan first lets a garbage collector delete the dependents later, which orphaning was meant to prevent",
 			OwnerComponent: gcOwner, OwnerState: plugin.OwnerUnknown, Root: true},
 		message: []string{`1 dependents still reference it although they can be patched; the garbage collector should remove "orphan"`, "it is not progressing (longer than the 1s it is given, --gc-stall-after)"},
 	}} {
