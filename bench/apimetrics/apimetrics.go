@@ -188,6 +188,26 @@ func (s Snapshot) Writes() map[string]float64 {
 	return out
 }
 
+// Reads returns the number of reads (GET, LIST, WATCH) per "VERB
+// group/resource[/sub]".
+func (s Snapshot) Reads() map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range s {
+		if k.Verb != "GET" && k.Verb != "LIST" && k.Verb != "WATCH" {
+			continue
+		}
+		name := k.Resource
+		if k.Group != "" {
+			name = k.Group + "/" + name
+		}
+		if k.Subresource != "" {
+			name += "/" + k.Subresource
+		}
+		out[k.Verb+" "+name] += v
+	}
+	return out
+}
+
 // String lists the writes, for logs.
 func (s Snapshot) String() string {
 	w := s.Writes()

@@ -120,3 +120,25 @@ func TestThousands(t *testing.T) {
 		}
 	}
 }
+
+func TestMedian(t *testing.T) {
+	runs := []Run{
+		{Scenario: Teardown, Throughput: 300, P99: 3},
+		{Scenario: Raw, Throughput: 900},
+		{Scenario: Teardown, Throughput: 100, P99: 1},
+		{Scenario: Teardown, Throughput: 200, P99: 2},
+	}
+	got, ok := Median(runs, Teardown)
+	if !ok || got.Throughput != 200 || got.P99 != 2 {
+		t.Errorf("Median = %+v, %v; want the 200/s round", got, ok)
+	}
+	if diff := cmp.Diff([]float64{300, 100, 200}, got.Rounds); diff != "" {
+		t.Errorf("Rounds (-want +got):\n%s", diff)
+	}
+	if got, _ := Median(runs, Raw); got.Rounds != nil || got.Throughput != 900 {
+		t.Errorf("Median of one = %+v", got)
+	}
+	if _, ok := Median(runs, BaselineTuned); ok {
+		t.Error("Median of none found a run")
+	}
+}

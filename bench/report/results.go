@@ -9,6 +9,7 @@ SPDX-License-Identifier: Apache-2.0
 package report
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"time"
@@ -64,6 +65,7 @@ type Machine struct {
 // Settings are the flags of the run.
 type Settings struct {
 	Ns                  []int  `json:"n"`
+	Runs                int    `json:"runs"`
 	DataBytes           int    `json:"dataBytes"`
 	DriverWorkers       int    `json:"driverWorkers"`
 	RawConcurrency      []int  `json:"rawConcurrency"`
@@ -86,6 +88,9 @@ type Run struct {
 	// Workers is the controller's reconcile workers, or the raw client's
 	// concurrency.
 	Workers int `json:"workers"`
+	// Rounds are the objects/s of every round when there were several; the
+	// run shown is the median one.
+	Rounds []float64 `json:"rounds,omitempty"`
 	// Tried is the rate of every concurrency the raw client tried.
 	Tried map[int]float64 `json:"tried,omitempty"`
 	// Seconds runs from the first DELETE sent to the last object gone.
@@ -109,6 +114,10 @@ type Run struct {
 	// OtherWrites are every other write in the attach and delete phases,
 	// per verb and resource (Events, policy status, leases...).
 	OtherWrites map[string]float64 `json:"otherWrites,omitempty"`
+	// Reads are the reads in the delete phase, per verb and resource.
+	Reads map[string]float64 `json:"deletePhaseReads,omitempty"`
+	// DeletesSentSeconds is how long the driver took to send every DELETE.
+	DeletesSentSeconds float64 `json:"deletesSentSeconds"`
 	// Ratios to the raw limit and the baselines of the same run.
 	VsRaw             float64 `json:"vsRaw,omitempty"`
 	VsBaselineDefault float64 `json:"vsBaselineDefault,omitempty"`
@@ -187,6 +196,31 @@ func ratio(a, b float64) float64 {
 		return 0 // unknown; JSON has no infinity
 	}
 	return a / b
+}
+
+// Median returns the run of scenario with the median throughput among
+// runs, with every round's throughput in Rounds.
+func Median(runs []Run, scenario string) (Run, bool) {
+	var of []Run
+	for _, r := range runs {
+		if r.Scenario == scenario {
+			of = append(of, r)
+		}
+	}
+	if len(of) == 0 {
+		return Run{}, false
+	}
+	slices.SortStableFunc(of, func(a, b Run) int { return cmp.Compare(a.Throughput, b.Throughput) })
+	m := of[(len(of)-1)/2]
+	if len(of) > 1 {
+		m.Rounds = nil
+		for _, r := range runs {
+			if r.Scenario == scenario {
+				m.Rounds = append(m.Rounds, r.Throughput)
+			}
+		}
+	}
+	return m, true
 }
 
 // Percentile returns the p-th percentile (0 < p <= 100) of ds by the

@@ -66,6 +66,7 @@ type options struct {
 	childEnv        []string
 	teardownArgs    []string
 	rssControllers  []string
+	runs            int
 }
 
 func main() {
@@ -80,6 +81,7 @@ func main() {
 	flag.IntVar(&o.teardownWorkers, "teardown-workers", controller.DefaultOptions().TargetWorkers, "teardown-controller --target-workers.")
 	flag.IntVar(&o.tunedWorkers, "tuned-workers", 0, "Workers of the tuned baseline; 0 is the same as -teardown-workers.")
 	flag.IntVar(&o.tunedQPS, "tuned-qps", 1000, "Client QPS of the tuned baseline (burst is twice that).")
+	flag.IntVar(&o.runs, "runs", 1, "Rounds of every throughput measurement, interleaved; the median round of each is reported.")
 	flag.BoolVar(&o.rss, "rss", true, "Measure marginal RSS per guarded object.")
 	rssControllers := flag.String("rss-controllers", report.Teardown+","+report.BaselineTuned, "Controllers whose memory is measured.")
 	flag.IntVar(&o.rssObjects, "rss-objects", 20000, "Guarded ConfigMaps for the memory measurement.")
@@ -159,6 +161,12 @@ type bench struct {
 	driverWorkers int
 	webhook       *webhookServer
 	res           *report.Results
+	round         int
+}
+
+// nsName makes a namespace name unique to the current round.
+func (b *bench) nsName(format string, args ...any) string {
+	return fmt.Sprintf(format, args...) + fmt.Sprintf("-r%d", b.round)
 }
 
 func (b *bench) logf(format string, args ...any) {
@@ -190,7 +198,7 @@ func run(o options) (missed bool, err error) {
 	}
 	started := time.Now()
 	b.res = &report.Results{Started: started.UTC(), Machine: machine(), Settings: report.Settings{
-		Ns: o.ns, DataBytes: o.dataBytes, DriverWorkers: o.driverWorkers, RawConcurrency: o.rawConcurrency,
+		Ns: o.ns, Runs: max(1, o.runs), DataBytes: o.dataBytes, DriverWorkers: o.driverWorkers, RawConcurrency: o.rawConcurrency,
 		TeardownWorkers: o.teardownWorkers, TunedWorkers: o.tunedWorkers, TunedQPS: o.tunedQPS,
 		RSSObjects: o.rssObjects, RSSDataBytes: o.rssDataBytes, RSSSettle: o.rssSettle.String(),
 		ChildEnv: o.childEnv, TeardownArgs: o.teardownArgs,
@@ -235,29 +243,48 @@ func run(o options) (missed bool, err error) {
 	defer b.webhook.close()
 
 	var failed []string
+	rawBest := map[int]report.Run{} // N -> the first round's raw limit, with every concurrency tried
 	for _, n := range o.ns {
-		for _, sc := range o.scenarios {
-			b.logf("%s, N=%d", sc, n)
-			var run report.Run
-			switch sc {
-			case report.Raw:
-				run, err = b.rawLimit(ctx, n)
-			case report.Teardown, report.TeardownWebhook, report.TeardownDeclared:
-				run, err = b.teardownRun(ctx, sc, n)
-			case report.BaselineDefault, report.BaselineTuned:
-				run, err = b.baselineRun(ctx, sc, n)
-			}
-			if err != nil {
-				if ctx.Err() != nil {
-					return false, ctx.Err()
+		var rounds []report.Run
+		for b.round = 0; b.round < max(1, o.runs); b.round++ {
+			for _, sc := range o.scenarios {
+				b.logf("%s, N=%d, round %d of %d", sc, n, b.round+1, max(1, o.runs))
+				var run report.Run
+				switch sc {
+				case report.Raw:
+					concurrency := o.rawConcurrency
+					if first, ok := rawBest[n]; ok {
+						concurrency = []int{first.Workers}
+					}
+					run, err = b.rawLimit(ctx, n, concurrency)
+					if err == nil && b.round == 0 {
+						rawBest[n] = run
+					}
+				case report.Teardown, report.TeardownWebhook, report.TeardownDeclared:
+					run, err = b.teardownRun(ctx, sc, n)
+				case report.BaselineDefault, report.BaselineTuned:
+					run, err = b.baselineRun(ctx, sc, n)
 				}
-				b.logf("  FAILED: %v", err)
-				failed = append(failed, fmt.Sprintf("%s N=%d: %v", sc, n, err))
-				continue
+				if err != nil {
+					if ctx.Err() != nil {
+						return false, ctx.Err()
+					}
+					b.logf("  FAILED: %v", err)
+					failed = append(failed, fmt.Sprintf("%s N=%d round %d: %v", sc, n, b.round+1, err))
+					continue
+				}
+				b.logf("  %.0f objects/s over %.2fs, p50 %.3fs, p99 %.3fs, writes/object %.3f attach + %.3f remove, %.0f conflicts; CPU s %v",
+					run.Throughput, run.Seconds, run.P50, run.P99, run.AttachWrites, run.RemoveWrites, run.Conflicts, run.CPUSeconds)
+				rounds = append(rounds, run)
 			}
-			b.logf("  %.0f objects/s over %.2fs, p50 %.3fs, p99 %.3fs, writes/object %.3f attach + %.3f remove, %.0f conflicts; CPU s %v",
-				run.Throughput, run.Seconds, run.P50, run.P99, run.AttachWrites, run.RemoveWrites, run.Conflicts, run.CPUSeconds)
-			b.res.Runs = append(b.res.Runs, run)
+		}
+		for _, sc := range o.scenarios {
+			if run, ok := report.Median(rounds, sc); ok {
+				if sc == report.Raw {
+					run.Tried = rawBest[n].Tried
+				}
+				b.res.Runs = append(b.res.Runs, run)
+			}
 		}
 	}
 	if o.rss {

@@ -8,6 +8,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -39,10 +40,10 @@ func phaseTimeout(n int) time.Duration { return 2*time.Minute + time.Duration(n)
 
 // rawLimit measures the API server's limit for "delete, then remove the
 // finalizer with a guarded patch" at each concurrency, and keeps the best.
-func (b *bench) rawLimit(ctx context.Context, n int) (report.Run, error) {
+func (b *bench) rawLimit(ctx context.Context, n int, concurrency []int) (report.Run, error) {
 	var best report.Run
 	tried := map[int]float64{}
-	for _, c := range b.opts.rawConcurrency {
+	for _, c := range concurrency {
 		run, err := b.rawOnce(ctx, n, c)
 		if err != nil {
 			return report.Run{}, err
@@ -59,7 +60,7 @@ func (b *bench) rawLimit(ctx context.Context, n int) (report.Run, error) {
 
 func (b *bench) rawOnce(ctx context.Context, n, concurrency int) (report.Run, error) {
 	run := report.Run{Scenario: report.Raw, N: n, Workers: concurrency}
-	ns := fmt.Sprintf("raw-%d-c%d", n, concurrency)
+	ns := b.nsName("raw-%d-c%d", n, concurrency)
 	if err := b.createNamespace(ctx, ns); err != nil {
 		return run, err
 	}
@@ -81,6 +82,7 @@ func (b *bench) rawOnce(ctx context.Context, n, concurrency int) (report.Run, er
 		return run, err
 	}
 	cpu0 := controlPlaneCPU()
+	profiled := b.profile(ctx, nil, fmt.Sprintf("%s-c%d", report.Raw, concurrency), n)
 	starts, err := b.deleteConfigMaps(ctx, ns, names, concurrency, func(ctx context.Context, i int) error {
 		patch := fmt.Sprintf(`[{"op":"test","path":"/metadata/uid","value":%q},{"op":"test","path":"/metadata/finalizers/0","value":%q},{"op":"remove","path":"/metadata/finalizers/0"}]`, uids[i], rawKey)
 		_, err := b.meta.Resource(configMaps).Namespace(ns).Patch(ctx, names[i], types.JSONPatchType, []byte(patch), metav1.PatchOptions{})
@@ -92,10 +94,12 @@ func (b *bench) rawOnce(ctx context.Context, n, concurrency int) (report.Run, er
 	if err != nil {
 		return run, err
 	}
+	run.DeletesSentSeconds = round(time.Since(earliest(starts)).Seconds(), 3)
 	if err := tr.waitGone(ctx, names, phaseTimeout(n)); err != nil {
 		return run, err
 	}
 	run.CPUSeconds = subCPU(controlPlaneCPU(), cpu0)
+	profiled()
 	m1, err := b.scrape(ctx)
 	if err != nil {
 		return run, err
@@ -111,7 +115,7 @@ func (b *bench) rawOnce(ctx context.Context, n, concurrency int) (report.Run, er
 // scenario's kind.
 func (b *bench) teardownRun(ctx context.Context, scenario string, n int) (report.Run, error) {
 	run := report.Run{Scenario: scenario, N: n, Workers: b.opts.teardownWorkers}
-	ns := fmt.Sprintf("%s-%d", scenario, n)
+	ns := b.nsName("%s-%d", scenario, n)
 	declared := scenario == report.TeardownDeclared
 	if err := b.createNamespace(ctx, ns); err != nil {
 		return run, err
@@ -119,7 +123,7 @@ func (b *bench) teardownRun(ctx context.Context, scenario string, n int) (report
 	if err := b.createPolicy(ctx, ns, declared, scenario == report.TeardownWebhook); err != nil {
 		return run, err
 	}
-	c, err := b.startChild(fmt.Sprintf("%s-%d", scenario, n), "target", filepath.Join(b.bin, "teardown"), b.teardownFlags()...)
+	c, err := b.startChild(ns, "target", filepath.Join(b.bin, "teardown"), b.teardownFlags()...)
 	if err != nil {
 		return run, err
 	}
@@ -135,7 +139,7 @@ func (b *bench) teardownRun(ctx context.Context, scenario string, n int) (report
 // tuned.
 func (b *bench) baselineRun(ctx context.Context, scenario string, n int) (report.Run, error) {
 	run := report.Run{Scenario: scenario, N: n, Workers: 1}
-	ns := fmt.Sprintf("%s-%d", scenario, n)
+	ns := b.nsName("%s-%d", scenario, n)
 	if err := b.createNamespace(ctx, ns); err != nil {
 		return run, err
 	}
@@ -145,7 +149,7 @@ func (b *bench) baselineRun(ctx context.Context, scenario string, n int) (report
 		args = append(args, fmt.Sprintf("--workers=%d", b.opts.tunedWorkers),
 			fmt.Sprintf("--kube-api-qps=%d", b.opts.tunedQPS), fmt.Sprintf("--kube-api-burst=%d", 2*b.opts.tunedQPS))
 	}
-	c, err := b.startChild(fmt.Sprintf("%s-%d", scenario, n), "configmap", filepath.Join(b.bin, "baseline"), args...)
+	c, err := b.startChild(ns, "configmap", filepath.Join(b.bin, "baseline"), args...)
 	if err != nil {
 		return run, err
 	}
@@ -202,18 +206,12 @@ func (b *bench) controllerRun(ctx context.Context, run *report.Run, c *child, ns
 
 	cpu0 := controlPlaneCPU()
 	cpu0["controller"] = cpuSeconds(c.pid())
-	profiled := make(chan error, 1)
-	if b.opts.profile {
-		secs := max(2, int(float64(n)/b.expectedRate(n)))
-		path := filepath.Join(b.out, "profiles", fmt.Sprintf("%s-%d.cpu.pprof", run.Scenario, n))
-		go func() { profiled <- c.cpuProfile(ctx, secs, path) }()
-	} else {
-		profiled <- nil
-	}
+	profiled := b.profile(ctx, c, run.Scenario, n)
 	starts, err := b.deleteConfigMaps(ctx, ns, names, b.driverWorkers, nil)
 	if err != nil {
 		return err
 	}
+	run.DeletesSentSeconds = round(time.Since(earliest(starts)).Seconds(), 3)
 	if err := tr.waitGone(ctx, names, phaseTimeout(n)); err != nil {
 		return err
 	}
@@ -227,14 +225,46 @@ func (b *bench) controllerRun(ctx context.Context, run *report.Run, c *child, ns
 	if err != nil {
 		return err
 	}
-	if err := <-profiled; err != nil {
-		b.logf("  CPU profile of %s: %v", c.name, err)
-	}
+	profiled()
 	if err := finish(run, names, starts, tr); err != nil {
 		return err
 	}
 	countWrites(run, m1.Sub(m0), m2.Sub(m1), n)
 	return nil
+}
+
+// profile starts CPU profiles of the controller (if c is not nil) and of
+// kube-apiserver when -profile is set, over the expected delete phase; the
+// returned function waits for them.
+func (b *bench) profile(ctx context.Context, c *child, scenario string, n int) func() {
+	if !b.opts.profile {
+		return func() {}
+	}
+	secs := max(2, int(1.2*float64(n)/b.expectedRate(n)+0.5))
+	dir := filepath.Join(b.out, "profiles")
+	errs := make(chan error, 2)
+	started := 1
+	go func() {
+		data, err := b.kube.Discovery().RESTClient().Get().AbsPath("/debug/pprof/profile").
+			Param("seconds", fmt.Sprint(secs)).Timeout(time.Duration(secs+30) * time.Second).DoRaw(ctx)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s-%d-r%d.kube-apiserver.cpu.pprof", scenario, n, b.round)), data, 0o644)
+		}
+		errs <- err
+	}()
+	if c != nil {
+		started++
+		go func() {
+			errs <- c.cpuProfile(ctx, secs, filepath.Join(dir, fmt.Sprintf("%s-%d-r%d.cpu.pprof", scenario, n, b.round)))
+		}()
+	}
+	return func() {
+		for range started {
+			if err := <-errs; err != nil {
+				b.logf("  CPU profile: %v", err)
+			}
+		}
+	}
 }
 
 // expectedRate guesses objects/s for sizing a CPU profile: the raw limit of
@@ -326,6 +356,16 @@ func (b *bench) waitPolicyReady(ctx context.Context, ns string) error {
 	})
 }
 
+func earliest(ts []time.Time) time.Time {
+	first := ts[0]
+	for _, t := range ts {
+		if t.Before(first) {
+			first = t
+		}
+	}
+	return first
+}
+
 // finish computes throughput and latency from when each DELETE was sent and
 // when the watch saw each object gone.
 func finish(run *report.Run, names []string, starts []time.Time, tr *tracker) error {
@@ -393,6 +433,7 @@ func countWrites(run *report.Run, attach, remove apimetrics.Snapshot, n int) {
 	if len(other) > 0 {
 		run.OtherWrites = other
 	}
+	run.Reads = remove.Reads()
 }
 
 // rss measures a controller's memory with no guarded object and with
