@@ -74,6 +74,7 @@ func TestMain(m *testing.M) {
 		}
 		mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 			Scheme:                 scheme,
+			Cache:                  controller.CacheOptions(),
 			Metrics:                metricsserver.Options{BindAddress: "0"},
 			HealthProbeBindAddress: "0",
 			WebhookServer:          webhookServer,

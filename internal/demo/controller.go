@@ -36,6 +36,7 @@ func StartController(ctx context.Context, cfg *rest.Config, log klog.Logger) (wa
 	cfg.QPS, cfg.Burst = 100, 200
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
+		Cache:                  controller.CacheOptions(),
 		Logger:                 log,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
