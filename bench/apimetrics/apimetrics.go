@@ -45,24 +45,36 @@ func Scrape(ctx context.Context, c rest.Interface) (Snapshot, error) {
 	return Parse(data)
 }
 
-// Parse reads the apiserver_request_total series of a Prometheus text
-// exposition. Series that differ only in labels Key does not keep are
-// added up.
+// EtcdMetric counts the API server's requests to etcd; its series are kept
+// with Verb "etcd:<operation>".
+const EtcdMetric = "etcd_requests_total"
+
+// Parse reads the apiserver_request_total and etcd_requests_total series
+// of a Prometheus text exposition. Series that differ only in labels Key
+// does not keep are added up.
 func Parse(data []byte) (Snapshot, error) {
 	s := Snapshot{}
-	prefix := []byte(Metric + "{")
+	prefix, etcdPrefix := []byte(Metric+"{"), []byte(EtcdMetric+"{")
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	for sc.Scan() {
 		line := sc.Bytes()
-		if !bytes.HasPrefix(line, prefix) {
+		etcd := bytes.HasPrefix(line, etcdPrefix)
+		if !etcd && !bytes.HasPrefix(line, prefix) {
 			continue
 		}
-		labels, value, err := parseSeries(string(line[len(prefix):]))
+		rest := line[len(prefix):]
+		if etcd {
+			rest = line[len(etcdPrefix):]
+		}
+		labels, value, err := parseSeries(string(rest))
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", line, err)
 		}
 		k := Key{Verb: labels["verb"], Group: labels["group"], Resource: labels["resource"], Subresource: labels["subresource"], Code: labels["code"]}
+		if etcd {
+			k = Key{Verb: "etcd:" + labels["operation"], Group: labels["group"], Resource: labels["resource"]}
+		}
 		s[k] += value
 	}
 	if err := sc.Err(); err != nil {
@@ -204,6 +216,18 @@ func (s Snapshot) Reads() map[string]float64 {
 			name += "/" + k.Subresource
 		}
 		out[k.Verb+" "+name] += v
+	}
+	return out
+}
+
+// Etcd returns the API server's etcd requests on one resource, per
+// operation.
+func (s Snapshot) Etcd(group, resource string) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range s {
+		if op, ok := strings.CutPrefix(k.Verb, "etcd:"); ok && k.Group == group && k.Resource == resource {
+			out[op] += v
+		}
 	}
 	return out
 }

@@ -20,6 +20,9 @@ apiserver_request_total{code="201",component="apiserver",dry_run="",group="event
 apiserver_request_total{code="200",component="apiserver",dry_run="",group="teardown.dev",resource="teardownpolicies",scope="resource",subresource="status",verb="PATCH",version="v1alpha1"} 4
 apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="configmaps",scope="namespace",subresource="",verb="LIST",version="v1"} 7
 apiserver_request_total{code="0",component="",dry_run="",group="",resource="",scope="",subresource="",verb="WATCH",version=""} 1
+etcd_requests_total{group="",operation="get",resource="configmaps"} 5
+etcd_requests_total{group="",operation="update",resource="configmaps"} 9
+etcd_requests_total{group="",operation="get",resource="secrets"} 1
 apiserver_request_duration_seconds_bucket{component="apiserver",dry_run="",group="",resource="configmaps",le="0.005"} 99
 `
 
@@ -30,6 +33,9 @@ func TestParseAndSub(t *testing.T) {
 	}
 	if got := before.Requests("", "configmaps", "PATCH"); got != 13 {
 		t.Errorf("PATCH configmaps = %g, want 13 (dry runs are added in)", got)
+	}
+	if diff := cmp.Diff(map[string]float64{"get": 5, "update": 9}, before.Etcd("", "configmaps")); diff != "" {
+		t.Errorf("Etcd (-want +got):\n%s", diff)
 	}
 	if got := before.Conflicts("", "configmaps", "PATCH"); got != 1 {
 		t.Errorf("conflicting PATCHes = %g, want 1", got)

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"runtime/debug"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -22,6 +23,10 @@ import (
 
 // AddressPrefix starts the line that announces the address.
 const AddressPrefix = "debug-address "
+
+// FreeOSMemoryPath runs debug.FreeOSMemory: a garbage collection, then
+// every free page back to the OS, for a floor of the process's RSS.
+const FreeOSMemoryPath = "/debug/free-os-memory"
 
 // Start listens on addr, which must be a loopback address such as
 // 127.0.0.1:0, serves /debug/pprof/ and /metrics there, and prints
@@ -44,6 +49,10 @@ func Start(addr string) error {
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.HandleFunc(FreeOSMemoryPath, func(w http.ResponseWriter, _ *http.Request) {
+		debug.FreeOSMemory()
+		fmt.Fprintln(w, "ok")
+	})
 	mux.Handle("/metrics", promhttp.HandlerFor(ctrlmetrics.Registry, promhttp.HandlerOpts{}))
 	go func() { _ = http.Serve(ln, mux) }()
 	fmt.Fprintf(os.Stdout, "%s%s\n", AddressPrefix, ln.Addr())

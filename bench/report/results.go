@@ -116,6 +116,14 @@ type Run struct {
 	OtherWrites map[string]float64 `json:"otherWrites,omitempty"`
 	// Reads are the reads in the delete phase, per verb and resource.
 	Reads map[string]float64 `json:"deletePhaseReads,omitempty"`
+	// EtcdRequests are kube-apiserver's requests to etcd on the target
+	// objects in the delete phase, per operation: gets beyond one per
+	// object are re-reads after a stale cached copy.
+	EtcdRequests map[string]float64 `json:"deletePhaseEtcdRequests,omitempty"`
+	// WebhookCalls and WebhookConnections count the webhook step's calls
+	// and the TCP connections they were made on, in the delete phase.
+	WebhookCalls       int64 `json:"webhookCalls,omitempty"`
+	WebhookConnections int64 `json:"webhookConnections,omitempty"`
 	// DeletesSentSeconds is how long the driver took to send every DELETE.
 	DeletesSentSeconds float64 `json:"deletesSentSeconds"`
 	// Ratios to the raw limit and the baselines of the same run.
@@ -138,6 +146,11 @@ type RSS struct {
 	Guarded int64 `json:"rssGuardedBytes"`
 	// PerObject is (Guarded-None)/Objects, in bytes.
 	PerObject float64 `json:"perObjectBytes"`
+	// Floor is (RSS-RSS with none)/Objects after debug.FreeOSMemory: no
+	// garbage and no free memory left; what the process could shrink to.
+	FloorNone      int64   `json:"rssFloorNoneBytes"`
+	FloorGuarded   int64   `json:"rssFloorGuardedBytes"`
+	FloorPerObject float64 `json:"rssFloorPerObjectBytes"`
 	// Live heap (HeapInuse after a forced GC) with none and with Objects.
 	HeapNone      int64   `json:"heapInuseNoneBytes"`
 	HeapGuarded   int64   `json:"heapInuseGuardedBytes"`

@@ -230,6 +230,16 @@ func (c *child) heapInuse(ctx context.Context) (int64, error) {
 	return 0, errors.New("no HeapInuse in " + c.name + "'s heap profile")
 }
 
+// floorRSS asks the child to return every free page to the OS
+// (debug.FreeOSMemory, after a garbage collection) and reads VmRSS then.
+func (c *child) floorRSS(ctx context.Context) (int64, error) {
+	if _, err := c.get(ctx, debugserver.FreeOSMemoryPath); err != nil {
+		return 0, err
+	}
+	rss, _, err := c.memory()
+	return rss, err
+}
+
 // heapProfile saves a heap profile, taken after a forced garbage
 // collection, into path.
 func (c *child) heapProfile(ctx context.Context, path string) error {

@@ -206,6 +206,7 @@ func (b *bench) controllerRun(ctx context.Context, run *report.Run, c *child, ns
 
 	cpu0 := controlPlaneCPU()
 	cpu0["controller"] = cpuSeconds(c.pid())
+	calls0, conns0 := b.webhook.calls.Load(), b.webhook.conns.Load()
 	profiled := b.profile(ctx, c, run.Scenario, n)
 	starts, err := b.deleteConfigMaps(ctx, ns, names, b.driverWorkers, nil)
 	if err != nil {
@@ -217,6 +218,7 @@ func (b *bench) controllerRun(ctx context.Context, run *report.Run, c *child, ns
 	}
 	cpu1 := controlPlaneCPU()
 	cpu1["controller"] = cpuSeconds(c.pid())
+	run.WebhookCalls, run.WebhookConnections = b.webhook.calls.Load()-calls0, b.webhook.conns.Load()-conns0
 	run.CPUSeconds = subCPU(cpu1, cpu0)
 	if err := c.waitIdle(ctx, adds1+float64(n), phaseTimeout(n)); err != nil {
 		return err
@@ -434,6 +436,7 @@ func countWrites(run *report.Run, attach, remove apimetrics.Snapshot, n int) {
 		run.OtherWrites = other
 	}
 	run.Reads = remove.Reads()
+	run.EtcdRequests = remove.Etcd("", "configmaps")
 }
 
 // rss measures a controller's memory with no guarded object and with
@@ -485,6 +488,9 @@ func (b *bench) rss(ctx context.Context, controller string) (report.RSS, error) 
 	if m.HeapNone, err = c.heapInuse(ctx); err != nil {
 		return m, err
 	}
+	if m.FloorNone, err = c.floorRSS(ctx); err != nil {
+		return m, err
+	}
 	adds0, _, err := c.queueState(ctx)
 	if err != nil {
 		return m, err
@@ -505,13 +511,17 @@ func (b *bench) rss(ctx context.Context, controller string) (report.RSS, error) 
 	if m.HeapGuarded, err = c.heapInuse(ctx); err != nil {
 		return m, err
 	}
+	if m.FloorGuarded, err = c.floorRSS(ctx); err != nil {
+		return m, err
+	}
 	if err := c.heapProfile(ctx, filepath.Join(b.out, "profiles", fmt.Sprintf("rss-%s.heap.pprof", controller))); err != nil {
 		b.logf("  heap profile of %s: %v", c.name, err)
 	}
 	m.PerObject = round(float64(m.Guarded-m.None)/float64(m.Objects), 1)
 	m.HeapPerObject = round(float64(m.HeapGuarded-m.HeapNone)/float64(m.Objects), 1)
-	b.logf("  %s: RSS %.1f MiB with none, %.1f MiB with %d guarded: %.0f B/object (live heap %.0f B/object)",
-		controller, float64(m.None)/(1<<20), float64(m.Guarded)/(1<<20), m.Objects, m.PerObject, m.HeapPerObject)
+	m.FloorPerObject = round(float64(m.FloorGuarded-m.FloorNone)/float64(m.Objects), 1)
+	b.logf("  %s: RSS %.1f MiB with none, %.1f MiB with %d guarded: %.0f B/object (after FreeOSMemory %.0f B/object, live heap %.0f B/object)",
+		controller, float64(m.None)/(1<<20), float64(m.Guarded)/(1<<20), m.Objects, m.PerObject, m.FloorPerObject, m.HeapPerObject)
 	// Leave no guarded object behind for the next controller's "none".
 	if _, err := b.deleteConfigMaps(ctx, ns, names, b.driverWorkers, nil); err != nil {
 		return m, err
