@@ -90,7 +90,7 @@ func main() {
 	flag.BoolVar(&o.profile, "profile", false, "Record a CPU profile of each controller's delete phase into <out>/profiles.")
 	flag.StringVar(&o.out, "out", "_out/bench", "Folder for results, logs and profiles.")
 	flag.BoolVar(&o.failOnMiss, "fail-on-miss", true, "Exit 1 when a target is missed.")
-	teardownArgs := flag.String("teardown-args", "", "Comma-separated extra flags of the teardown controller, for experiments (--experiment-strip-managed-fields).")
+	teardownArgs := flag.String("teardown-args", "", "Comma-separated extra flags of the teardown controller, for experiments (--target-workers=32).")
 	flag.StringVar(&childEnv, "child-env", "", "Comma-separated KEY=VALUE added to the controllers' environment, for experiments (GOGC=50, GODEBUG=memprofilerate=1).")
 	flag.Parse()
 	if *quick {

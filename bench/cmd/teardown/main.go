@@ -5,7 +5,9 @@ SPDX-License-Identifier: Apache-2.0
 
 // Command teardown runs the teardown-controller for the benchmark: the same
 // manager and controllers as cmd/teardown-controller (ctrl.GetConfigOrDie,
-// controller.Setup), plus net/http/pprof and the metrics registry on a
+// controller.CacheOptions, controller.Setup; no leader election and no
+// attach-at-create webhook, which a benchmark of one replica does not use),
+// plus net/http/pprof and the metrics registry on a
 // loopback address so that the benchmark can profile it. Its own metrics and
 // probe servers are off so that several runs never fight over a port.
 package main
@@ -16,7 +18,6 @@ import (
 	"os"
 
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -30,24 +31,22 @@ func main() {
 	var debugAddress string
 	var qps float64
 	var burst int
-	var stripManagedFields bool
 	flag.IntVar(&opts.TargetWorkers, "target-workers", opts.TargetWorkers, "Target objects reconciled at once.")
 	flag.DurationVar(&opts.StatusInterval, "status-interval", opts.StatusInterval, "How often policy status counts are refreshed.")
 	flag.Float64Var(&qps, "kube-api-qps", 0, "Client QPS; 0 keeps what ctrl.GetConfigOrDie sets, as cmd/teardown-controller does.")
 	flag.IntVar(&burst, "kube-api-burst", 0, "Client burst; 0 keeps what ctrl.GetConfigOrDie sets.")
 	flag.StringVar(&debugAddress, "debug-address", "127.0.0.1:0", "Loopback address of /debug/pprof and /metrics.")
-	flag.BoolVar(&stripManagedFields, "experiment-strip-managed-fields", false, "Experiment, not what cmd/teardown-controller does: drop metadata.managedFields from cached objects.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
-	if err := run(opts, qps, burst, debugAddress, stripManagedFields); err != nil {
+	if err := run(opts, qps, burst, debugAddress); err != nil {
 		fmt.Fprintln(os.Stderr, "teardown:", err)
 		os.Exit(1)
 	}
 }
 
-func run(opts controller.Options, qps float64, burst int, debugAddress string, stripManagedFields bool) error {
+func run(opts controller.Options, qps float64, burst int, debugAddress string) error {
 	scheme, err := controller.NewScheme()
 	if err != nil {
 		return err
@@ -59,13 +58,9 @@ func run(opts controller.Options, qps float64, burst int, debugAddress string, s
 	if burst > 0 {
 		cfg.Burst = burst
 	}
-	var cacheOpts cache.Options
-	if stripManagedFields {
-		cacheOpts.DefaultTransform = cache.TransformStripManagedFields()
-	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
-		Cache:                  cacheOpts,
+		Cache:                  controller.CacheOptions(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 	})
