@@ -28,9 +28,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
@@ -105,7 +108,8 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 		{"teardownpolicy", func() client.Object { return &teardownv1alpha1.TeardownPolicy{} }},
 		{"clusterteardownpolicy", func() client.Object { return &teardownv1alpha1.ClusterTeardownPolicy{} }},
 	} {
-		err := ctrl.NewControllerManagedBy(mgr).Named(kind.name).For(kind.obj()).
+		err := ctrl.NewControllerManagedBy(mgr).Named(kind.name).
+			For(kind.obj(), builder.WithPredicates(specOrLifecycleChange)).
 			Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 				return r.reconcile(ctx, kind.obj(), req)
 			}))
@@ -114,6 +118,18 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 		}
 	}
 	return nil
+}
+
+// specOrLifecycleChange passes policy updates the reconciler acts on: a new
+// spec (generation), finalizers, deletion. Status writes, our own included,
+// would otherwise wake a reconcile that writes status again as fast as the
+// counts change; counts are refreshed every StatusInterval instead.
+var specOrLifecycleChange = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, n := e.ObjectOld, e.ObjectNew
+		return o.GetGeneration() != n.GetGeneration() || !slices.Equal(o.GetFinalizers(), n.GetFinalizers()) ||
+			!o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp())
+	},
 }
 
 func refOf(obj client.Object) policy.Ref {
