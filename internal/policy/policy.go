@@ -260,6 +260,9 @@ func (x *Index) KeyOwner(p *Policy) (*Policy, bool) {
 		if other.Ref == p.Ref || other.Key != p.Key {
 			continue
 		}
+		if p.Ref.Namespace != "" && other.Ref.Namespace != "" && p.Ref.Namespace != other.Ref.Namespace {
+			continue // two namespaced policies never select the same objects
+		}
 		for _, t := range p.Targets {
 			if other.TargetsKind(t.GVK) {
 				return other, true

@@ -180,6 +180,10 @@ func TestIndex(t *testing.T) {
 	if _, ok := x.KeyOwner(a); ok {
 		t.Error("a policy conflicts with itself")
 	}
+	elsewhere := mk(KindNamespaced, "other", "d", "x.example.com/b")
+	if owner, ok := x.KeyOwner(elsewhere); ok {
+		t.Errorf("KeyOwner = %v for a namesake key in another namespace; namespaced policies never overlap", owner.Ref)
+	}
 	x.Delete(a.Ref)
 	if _, ok := x.KeyOwner(clash); ok {
 		t.Error("KeyOwner found a deleted policy")

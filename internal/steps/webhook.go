@@ -230,6 +230,9 @@ func (h *HTTPClients) forCABundle(caBundle []byte) (*http.Client, error) {
 		return c, nil
 	}
 	transport := http.DefaultTransport.(*http.Transport).Clone()
+	// Every target worker may call the same webhook at once: keep that many
+	// connections open instead of http's default of 2 per host.
+	transport.MaxIdleConns, transport.MaxIdleConnsPerHost = 256, 64
 	if len(caBundle) > 0 {
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(caBundle) {
