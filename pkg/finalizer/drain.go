@@ -37,6 +37,13 @@ const drainPageSize = 500
 // server, like a client made with client.New: a manager's cache-backed
 // client cannot page.
 func Drain(ctx context.Context, c client.Client, gvk schema.GroupVersionKind, finalizer string, opts ...client.ListOption) (DrainReport, error) {
+	return DrainIf(ctx, c, gvk, finalizer, nil, opts...)
+}
+
+// DrainIf is Drain that removes finalizer only from the objects release
+// approves (all of them when release is nil), for example only those not
+// being deleted, or only those the controller attached it to (Attached).
+func DrainIf(ctx context.Context, c client.Client, gvk schema.GroupVersionKind, finalizer string, release func(*metav1.PartialObjectMetadata) bool, opts ...client.ListOption) (DrainReport, error) {
 	var report DrainReport
 	if err := ValidateName(finalizer); err != nil {
 		return report, err
@@ -53,7 +60,7 @@ func Drain(ctx context.Context, c client.Client, gvk schema.GroupVersionKind, fi
 			obj := &list.Items[i]
 			obj.SetGroupVersionKind(gvk)
 			report.Scanned++
-			if !slices.Contains(obj.GetFinalizers(), finalizer) {
+			if !slices.Contains(obj.GetFinalizers(), finalizer) || (release != nil && !release(obj)) {
 				continue
 			}
 			if err := Remove(ctx, patcher, obj, finalizer); err != nil {

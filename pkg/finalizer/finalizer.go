@@ -59,6 +59,12 @@ type Finalizers struct {
 	// them later without it is not mistaken for an unguarded deletion.
 	finished *uidSet
 	reported *uidSet
+	// cleaned remembers cleanups whose handler said Done but whose
+	// finalizer could not be removed yet (the API server refused or was
+	// away): the next attempt removes it without running the handler
+	// again. Memory only: losing it costs a repeated, idempotent cleanup,
+	// never an early removal.
+	cleaned *keySet
 }
 
 type entry struct {
@@ -92,6 +98,7 @@ func New(c Client, opts ...Option) *Finalizers {
 		attempts: map[inProgressKey]int{},
 		finished: newUIDSet(10000),
 		reported: newUIDSet(10000),
+		cleaned:  newKeySet(10000),
 	}
 	for _, o := range opts {
 		o(f)
@@ -180,7 +187,7 @@ func (f *Finalizers) Reconcile(ctx context.Context, obj client.Object) (Outcome,
 		return Outcome{}, errors.New("no finalizer registered")
 	}
 	if obj.GetDeletionTimestamp() == nil {
-		added, err := Add(ctx, f.client, obj, f.automaticMissing(obj)...)
+		added, err := add(ctx, f.client, obj, f.automaticMissing(obj), true)
 		switch {
 		case errors.Is(err, ErrBeingDeleted):
 			// Deleted between our read and our write: what we never guarded
@@ -223,6 +230,9 @@ func (f *Finalizers) finalize(ctx context.Context, obj client.Object) (Outcome, 
 		case StateDone, StateRelease:
 			removed, err := f.remove(ctx, obj, e, res)
 			if err != nil {
+				if res.State == StateDone {
+					f.cleaned.add(inProgressKey{finalizer: e.name, uid: obj.GetUID()})
+				}
 				return out, err
 			}
 			if removed {
@@ -262,6 +272,9 @@ func (f *Finalizers) attempt(ctx context.Context, obj client.Object, e *entry) R
 		// Our own progress write woke us before the handler's check-again
 		// time: honour it instead of calling the handler early.
 		return Pending(wait, prev.Message)
+	}
+	if f.cleaned.has(key) {
+		return Done()
 	}
 	n := f.countAttempt(key, prev.Attempts)
 
@@ -384,6 +397,7 @@ func (f *Finalizers) remove(ctx context.Context, obj client.Object, e *entry, re
 	}
 	inFlight.finish(e.name, uid)
 	f.finished.add(uid)
+	f.cleaned.remove(inProgressKey{finalizer: e.name, uid: uid})
 	f.mu.Lock()
 	delete(f.attempts, inProgressKey{finalizer: e.name, uid: uid})
 	f.mu.Unlock()
@@ -473,20 +487,25 @@ func (f *Finalizers) event(obj client.Object, eventType, reason, note string, ar
 	f.recorder.Eventf(obj, nil, eventType, reason, "Finalize", note, args...)
 }
 
-// uidSet is a bounded set of UIDs: when full, the oldest half is forgotten.
-type uidSet struct {
+// boundedSet is a bounded set: when full, the oldest half is forgotten.
+type boundedSet[K comparable] struct {
 	mu    sync.Mutex
 	limit int
-	order []types.UID
-	set   map[types.UID]struct{}
+	order []K
+	set   map[K]struct{}
 }
 
-func newUIDSet(limit int) *uidSet {
-	return &uidSet{limit: limit, set: map[types.UID]struct{}{}}
-}
+type (
+	uidSet = boundedSet[types.UID]
+	keySet = boundedSet[inProgressKey]
+)
+
+func newUIDSet(limit int) *uidSet { return &uidSet{limit: limit, set: map[types.UID]struct{}{}} }
+
+func newKeySet(limit int) *keySet { return &keySet{limit: limit, set: map[inProgressKey]struct{}{}} }
 
 // add inserts uid and reports whether it was new.
-func (s *uidSet) add(uid types.UID) bool {
+func (s *boundedSet[K]) add(uid K) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.set[uid]; ok {
@@ -503,7 +522,15 @@ func (s *uidSet) add(uid types.UID) bool {
 	return true
 }
 
-func (s *uidSet) has(uid types.UID) bool {
+// remove forgets uid; its slot in order is reclaimed when the set is next
+// trimmed.
+func (s *boundedSet[K]) remove(uid K) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.set, uid)
+}
+
+func (s *boundedSet[K]) has(uid K) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_, ok := s.set[uid]

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -36,9 +37,14 @@ type jsonPatchOp struct {
 
 // addPatch appends names to the finalizer list, guarded by a test of the
 // whole current list (or of its absence), so a concurrent change makes the
-// patch fail instead of being overwritten.
-func addPatch(obj client.Object, names []string) ([]byte, error) {
+// patch fail instead of being overwritten. With marked, the same patch
+// records each name's attached annotation, so no object ever carries a
+// finalizer we attached without the record saying so.
+func addPatch(obj client.Object, names []string, marked bool) ([]byte, error) {
 	ops := uidTest(obj)
+	if marked {
+		ops = append(ops, attachedOps(obj, names)...)
+	}
 	current := obj.GetFinalizers()
 	if len(current) == 0 {
 		// A missing list cannot be appended to; test that it is missing (JSON
@@ -66,6 +72,32 @@ func removePatch(obj client.Object, i int, name string) ([]byte, error) {
 	return json.Marshal(ops)
 }
 
+// attachedOps set the attached annotation of each name. An absent
+// annotation map is tested absent and created whole; a present one gets
+// members added (add replaces a member that exists).
+func attachedOps(obj client.Object, names []string) []jsonPatchOp {
+	if obj.GetAnnotations() == nil {
+		value := map[string]string{}
+		for _, n := range names {
+			value[AttachedAnnotation(n)] = attachedValue
+		}
+		return []jsonPatchOp{
+			{Op: "test", Path: "/metadata/annotations", Value: nil},
+			{Op: "add", Path: "/metadata/annotations", Value: value},
+		}
+	}
+	var ops []jsonPatchOp
+	for _, n := range names {
+		ops = append(ops, jsonPatchOp{Op: "add", Path: "/metadata/annotations/" + escapePointer(AttachedAnnotation(n)), Value: attachedValue})
+	}
+	return ops
+}
+
+// escapePointer escapes a JSON Pointer reference token (RFC 6901).
+func escapePointer(s string) string {
+	return strings.NewReplacer("~", "~0", "/", "~1").Replace(s)
+}
+
 // uidTest pins the patch to this incarnation of the object: one deleted and
 // recreated under the same name is another object.
 func uidTest(obj client.Object) []jsonPatchOp {
@@ -87,6 +119,11 @@ func isGuardFailure(err error) bool {
 // returns the names it added, and ErrBeingDeleted (with nothing added) if the
 // object is being deleted.
 func Add(ctx context.Context, c Client, obj client.Object, names ...string) ([]string, error) {
+	return add(ctx, c, obj, names, false)
+}
+
+// add is Add that, with marked, also records the attached annotations.
+func add(ctx context.Context, c Client, obj client.Object, names []string, marked bool) ([]string, error) {
 	if err := checkObject(obj); err != nil {
 		return nil, err
 	}
@@ -104,7 +141,7 @@ func Add(ctx context.Context, c Client, obj client.Object, names ...string) ([]s
 		if len(missing) == 0 {
 			return nil, nil
 		}
-		data, err := addPatch(obj, missing)
+		data, err := addPatch(obj, missing, marked)
 		if err != nil {
 			return nil, fmt.Errorf("building patch: %w", err)
 		}

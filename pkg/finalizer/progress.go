@@ -51,16 +51,46 @@ func (p Progress) waitBeforeNextAttempt(now time.Time) time.Duration {
 	return p.NextAttempt.Sub(now)
 }
 
+// AttachedAnnotationPrefix starts the annotation that Finalizers writes, in
+// the same patch, beside every finalizer it attaches automatically. It is
+// how a controller tells a key it attached from the same key put there by a
+// manifest or by another controller: Attached reports it, and only such
+// keys are ever released from objects the controller stopped selecting.
+const AttachedAnnotationPrefix = "attached.finalizer.teardown.dev/"
+
+// attachedValue is the attached annotation's value; only its presence
+// matters.
+const attachedValue = "true"
+
+// AttachedAnnotation returns the attached annotation's key for finalizer.
+func AttachedAnnotation(finalizer string) string {
+	return AttachedAnnotationPrefix + annotationName(finalizer)
+}
+
+// Attached reports whether obj records that finalizer was attached by
+// Finalizers (with AttachAutomatic). Anyone who may patch obj can write
+// the annotation; believing it lets them do no more than they could do by
+// removing the finalizer themselves.
+func Attached(obj metav1.Object, finalizer string) bool {
+	_, ok := obj.GetAnnotations()[AttachedAnnotation(finalizer)]
+	return ok
+}
+
 // ProgressAnnotation returns the annotation key for finalizer. Its name part
 // is the finalizer with "/" as "_", or a hash when that is longer than an
 // annotation name may be.
 func ProgressAnnotation(finalizer string) string {
+	return ProgressAnnotationPrefix + annotationName(finalizer)
+}
+
+// annotationName turns a finalizer into an annotation's name part.
+func annotationName(finalizer string) string {
 	name := strings.ReplaceAll(finalizer, "/", "_")
 	if len(name) > 63 {
 		sum := sha256.Sum256([]byte(finalizer))
 		name = name[:46] + "-" + hex.EncodeToString(sum[:8])
 	}
-	return ProgressAnnotationPrefix + name
+	return name
 }
 
 // ReadProgress returns the progress records on obj, ordered by finalizer.
