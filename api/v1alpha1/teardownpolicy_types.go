@@ -125,7 +125,32 @@ type TeardownPolicySpec struct {
 	// +optional
 	// +kubebuilder:default=Block
 	OnDeadline DeadlineAction `json:"onDeadline,omitempty"`
+
+	// onPolicyDeletion says what deleting this policy does to guarded
+	// objects that are already being deleted. Finish (the default): their
+	// cleanup runs to the end (or to their deadline) under the version of
+	// the policy that guarded them, and the policy goes once they are done.
+	// Release: they are let go at once without the rest of their cleanup,
+	// each with a FinalizerReleased Warning event. Objects not being deleted
+	// are released either way.
+	// +optional
+	// +kubebuilder:default=Finish
+	OnPolicyDeletion PolicyDeletionAction `json:"onPolicyDeletion,omitempty"`
 }
+
+// PolicyDeletionAction says what deleting a policy does to the teardowns it
+// has in progress.
+//
+// +kubebuilder:validation:Enum=Finish;Release
+type PolicyDeletionAction string
+
+const (
+	// PolicyDeletionFinish lets teardowns in progress finish first.
+	PolicyDeletionFinish PolicyDeletionAction = "Finish"
+	// PolicyDeletionRelease releases objects being deleted without the rest
+	// of their cleanup.
+	PolicyDeletionRelease PolicyDeletionAction = "Release"
+)
 
 // AttachMode says how objects come to carry a policy's finalizer.
 //
@@ -457,6 +482,26 @@ type TeardownPolicyStatus struct {
 	// +kubebuilder:validation:MaxLength=317
 	Finalizer string `json:"finalizer,omitempty"`
 
+	// kinds are the target kinds of the version in force, recorded with
+	// finalizer so that what an edit stops guarding is known after a
+	// restart.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	Kinds []GroupVersionKind `json:"kinds,omitempty"`
+
+	// retired lists the finalizer keys, per kind, that earlier versions of
+	// the policy guarded and the version in force does not (its finalizer
+	// changed, or the kind was dropped). The controller keeps serving them:
+	// objects already being deleted finish their cleanup under them, and
+	// the controller removes them from objects that are not being deleted
+	// and that it had attached them to. An entry goes once no object in
+	// scope carries its key.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	Retired []RetiredKey `json:"retired,omitempty"`
+
 	// guarded is how many objects carry the finalizer.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
@@ -494,6 +539,30 @@ type TeardownPolicyStatus struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=20
 	RecentFailures []StepFailure `json:"recentFailures,omitempty"`
+}
+
+// GroupVersionKind names a kind.
+type GroupVersionKind struct {
+	// apiVersion is the group and version, such as apps/v1, or v1.
+	// +required
+	// +kubebuilder:validation:MaxLength=317
+	APIVersion string `json:"apiVersion"`
+
+	// kind is the kind's name.
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	Kind string `json:"kind"`
+}
+
+// RetiredKey is a finalizer key an earlier version of a policy guarded
+// objects of one kind with.
+type RetiredKey struct {
+	// finalizer is the key.
+	// +required
+	// +kubebuilder:validation:MaxLength=317
+	Finalizer string `json:"finalizer"`
+
+	GroupVersionKind `json:",inline"`
 }
 
 // ObjectReference identifies an object in the cluster.

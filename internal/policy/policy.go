@@ -9,10 +9,11 @@ SPDX-License-Identifier: Apache-2.0
 package policy
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"slices"
-	"sort"
-	"sync"
 	"time"
 
 	"github.com/google/cel-go/cel"
@@ -23,7 +24,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
-	"github.com/teardown-dev/teardown/pkg/finalizer"
 )
 
 // Kind names which of the two policy kinds a policy is.
@@ -55,22 +55,33 @@ type Target struct {
 	NamespaceSelector labels.Selector // nil: every namespace in scope
 }
 
-// Policy is a policy as the controllers use it.
+// Step is a parsed cleanup step.
+type Step struct {
+	teardownv1alpha1.Step
+	// Condition is a wait step's compiled condition; nil for other kinds.
+	Condition cel.Program
+}
+
+// Policy is one version of a policy as the controllers use it: parsed once
+// by FromObject and never changed afterwards, so that every reader of a
+// version sees the same thing.
 type Policy struct {
 	Ref        Ref
 	UID        types.UID
 	Generation int64
-	Key        string
-	Attach     teardownv1alpha1.AttachMode
-	Targets    []Target
-	Steps      []teardownv1alpha1.Step
-	// Conditions holds the compiled condition of each wait step, by step index.
-	Conditions map[int]cel.Program
-	Deadline   time.Duration
-	OnDeadline teardownv1alpha1.DeadlineAction
-	Deleting   bool
-	// Fin runs the policy's finalizer; set by the policy controller.
-	Fin *finalizer.Finalizers
+	// Created orders policies that share a key: the oldest owns it.
+	Created time.Time
+	Key     string
+	Attach  teardownv1alpha1.AttachMode
+	Targets []Target
+	Steps   []Step
+	// Fingerprint identifies the steps of this version: a step's recorded
+	// progress is trusted only under the same fingerprint.
+	Fingerprint string
+	Deadline    time.Duration
+	OnDeadline  teardownv1alpha1.DeadlineAction
+	// Deleting is set when the policy object carries a deletionTimestamp.
+	Deleting bool
 }
 
 // DefaultKey is the finalizer key of a policy that does not name one:
@@ -98,8 +109,10 @@ func FromObject(obj client.Object) (*Policy, error) {
 	}
 	pol := &Policy{
 		Ref: ref, UID: obj.GetUID(), Generation: obj.GetGeneration(),
-		Key: spec.Finalizer, Attach: spec.Attach, Steps: spec.Steps,
+		Created: obj.GetCreationTimestamp().Time,
+		Key:     spec.Finalizer, Attach: spec.Attach,
 		OnDeadline: spec.OnDeadline, Deleting: obj.GetDeletionTimestamp() != nil,
+		Fingerprint: Fingerprint(spec.Steps),
 	}
 	if pol.Key == "" {
 		pol.Key = DefaultKey(ref)
@@ -114,21 +127,19 @@ func FromObject(obj client.Object) (*Policy, error) {
 		pol.Deadline = spec.Deadline.Duration
 	}
 	for i, step := range spec.Steps {
-		if step.Wait == nil {
-			continue
+		parsed := Step{Step: *step.DeepCopy()}
+		if step.Wait != nil {
+			expr := step.Wait.Condition
+			if expr == "" {
+				expr = "size(objects) == 0"
+			}
+			prg, err := CompileCondition(expr)
+			if err != nil {
+				return nil, &FieldError{Reason: teardownv1alpha1.InvalidConditionReason, Field: fmt.Sprintf("spec.steps[%d].wait.condition", i), Err: err}
+			}
+			parsed.Condition = prg
 		}
-		expr := step.Wait.Condition
-		if expr == "" {
-			expr = "size(objects) == 0"
-		}
-		prg, err := CompileCondition(expr)
-		if err != nil {
-			return nil, &FieldError{Reason: teardownv1alpha1.InvalidConditionReason, Field: fmt.Sprintf("spec.steps[%d].wait.condition", i), Err: err}
-		}
-		if pol.Conditions == nil {
-			pol.Conditions = map[int]cel.Program{}
-		}
-		pol.Conditions[i] = prg
+		pol.Steps = append(pol.Steps, parsed)
 	}
 	for i, t := range spec.Targets {
 		gv, err := schema.ParseGroupVersion(t.APIVersion)
@@ -191,83 +202,16 @@ func (p *Policy) TargetsKind(gvk schema.GroupVersionKind) bool {
 	return slices.ContainsFunc(p.Targets, func(t Target) bool { return t.GVK == gvk })
 }
 
-// Index maps target kinds to the policies in force. It is shared by the
-// policy controller, which fills it, and the target controller, which reads
-// it on every event.
-type Index struct {
-	mu       sync.RWMutex
-	policies map[Ref]*Policy
-}
-
-// NewIndex returns an empty index.
-func NewIndex() *Index { return &Index{policies: map[Ref]*Policy{}} }
-
-// Set adds or replaces a policy.
-func (x *Index) Set(p *Policy) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	x.policies[p.Ref] = p
-}
-
-// Delete removes a policy.
-func (x *Index) Delete(ref Ref) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	delete(x.policies, ref)
-}
-
-// Get returns a policy by reference.
-func (x *Index) Get(ref Ref) (*Policy, bool) {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	p, ok := x.policies[ref]
-	return p, ok
-}
-
-// All returns every policy in the index.
-func (x *Index) All() []*Policy {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	out := make([]*Policy, 0, len(x.policies))
-	for _, p := range x.policies {
-		out = append(out, p)
+// Fingerprint hashes a list of steps: any edit, reorder, insertion or removal
+// gives another value.
+func Fingerprint(steps []teardownv1alpha1.Step) string {
+	data, err := json.Marshal(steps)
+	if err != nil {
+		// Steps are plain API types; Marshal cannot fail on them. Should it,
+		// no recorded progress matches "" and cleanups start from the first
+		// step, which is the safe direction.
+		return ""
 	}
-	return out
-}
-
-// ForKind returns the policies with a target of kind gvk, ordered by
-// reference so that their cleanups are attempted in a stable order.
-func (x *Index) ForKind(gvk schema.GroupVersionKind) []*Policy {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	var out []*Policy
-	for _, p := range x.policies {
-		if p.TargetsKind(gvk) {
-			out = append(out, p)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Ref.String() < out[j].Ref.String() })
-	return out
-}
-
-// KeyOwner returns another policy in force that uses key for a kind p also
-// targets, if any: two policies sharing a key on the same objects would
-// release each other's guard.
-func (x *Index) KeyOwner(p *Policy) (*Policy, bool) {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	for _, other := range x.policies {
-		if other.Ref == p.Ref || other.Key != p.Key {
-			continue
-		}
-		if p.Ref.Namespace != "" && other.Ref.Namespace != "" && p.Ref.Namespace != other.Ref.Namespace {
-			continue // two namespaced policies never select the same objects
-		}
-		for _, t := range p.Targets {
-			if other.TargetsKind(t.GVK) {
-				return other, true
-			}
-		}
-	}
-	return nil, false
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:8])
 }

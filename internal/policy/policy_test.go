@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 )
@@ -156,8 +157,9 @@ func TestMatches(t *testing.T) {
 
 func TestIndex(t *testing.T) {
 	x := NewIndex()
-	mk := func(kind Kind, ns, name, key string) *Policy {
-		return &Policy{Ref: Ref{Kind: kind, Namespace: ns, Name: name}, Key: key, Targets: []Target{{GVK: cmKind, Selector: labels.Everything()}}, Deadline: time.Minute}
+	mk := func(kind Kind, ns, name, key string) *Served {
+		pol := &Policy{Ref: Ref{Kind: kind, Namespace: ns, Name: name}, UID: types.UID(name), Key: key, Targets: []Target{{GVK: cmKind, Selector: labels.Everything()}}, Deadline: time.Minute}
+		return &Served{Policy: pol, Keys: []ServedKey{{Key: key, Kinds: pol.Kinds()}}}
 	}
 	b := mk(KindNamespaced, "shop", "b", "x.example.com/b")
 	a := mk(KindCluster, "", "a", "x.example.com/a")
@@ -173,19 +175,50 @@ func TestIndex(t *testing.T) {
 	if len(x.ForKind(schema.GroupVersionKind{Version: "v1", Kind: "Secret"})) != 0 {
 		t.Error("ForKind returned policies for a kind none targets")
 	}
-	clash := mk(KindNamespaced, "other", "c", "x.example.com/a")
-	if owner, ok := x.KeyOwner(clash); !ok || owner != a {
-		t.Errorf("KeyOwner = %v, %v; want policy a", owner, ok)
-	}
-	if _, ok := x.KeyOwner(a); ok {
-		t.Error("a policy conflicts with itself")
-	}
-	elsewhere := mk(KindNamespaced, "other", "d", "x.example.com/b")
-	if owner, ok := x.KeyOwner(elsewhere); ok {
-		t.Errorf("KeyOwner = %v for a namesake key in another namespace; namespaced policies never overlap", owner.Ref)
+	a.Released.Add(3)
+	edited := mk(KindCluster, "", "a", "x.example.com/a2")
+	x.Set(edited)
+	if got := edited.Released.Load(); got != 3 {
+		t.Errorf("a new version's release count = %d, want the 3 of the version it replaced", got)
 	}
 	x.Delete(a.Ref)
-	if _, ok := x.KeyOwner(clash); ok {
-		t.Error("KeyOwner found a deleted policy")
+	if _, ok := x.Get(a.Ref); ok {
+		t.Error("Get found a deleted policy")
+	}
+}
+
+func TestOwner(t *testing.T) {
+	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	secret := schema.GroupVersionKind{Version: "v1", Kind: "Secret"}
+	mk := func(kind Kind, ns, name, key string, created time.Time, kinds ...schema.GroupVersionKind) Claim {
+		return Claim{Ref: Ref{Kind: kind, Namespace: ns, Name: name}, Created: created, Key: key, Kinds: kinds}
+	}
+	old := mk(KindNamespaced, "shop", "old", "x.example.com/k", t0, cmKind)
+	young := mk(KindNamespaced, "shop", "young", "x.example.com/k", t0.Add(time.Minute), cmKind)
+	sameAgeA := mk(KindNamespaced, "shop", "a", "x.example.com/k", t0.Add(time.Minute), cmKind)
+	otherNS := mk(KindNamespaced, "other", "old", "x.example.com/k", t0.Add(-time.Hour), cmKind)
+	cluster := mk(KindCluster, "", "c", "x.example.com/k", t0.Add(-time.Hour), cmKind)
+	otherKind := mk(KindCluster, "", "s", "x.example.com/k", t0.Add(-2*time.Hour), secret)
+	otherKey := mk(KindNamespaced, "shop", "z", "x.example.com/z", t0.Add(-time.Hour), cmKind)
+	cases := map[string]struct {
+		mine Claim
+		all  []Claim
+		want Ref
+	}{
+		"the oldest owns, whatever the order seen":  {young, []Claim{young, old}, old.Ref},
+		"the older one owns itself":                 {old, []Claim{young, old}, old.Ref},
+		"same age: by reference":                    {young, []Claim{young, sameAgeA}, sameAgeA.Ref},
+		"namespaced policies of two namespaces":     {young, []Claim{young, otherNS}, young.Ref},
+		"a cluster policy overlaps every namespace": {old, []Claim{old, cluster}, cluster.Ref},
+		"no shared kind, no conflict":               {old, []Claim{old, otherKind}, old.Ref},
+		"another key, no conflict":                  {old, []Claim{old, otherKey}, old.Ref},
+		"alone":                                     {old, nil, old.Ref},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := Owner(tc.mine, tc.all).Ref; got != tc.want {
+				t.Errorf("Owner = %s, want %s", got, tc.want)
+			}
+		})
 	}
 }

@@ -1,0 +1,131 @@
+/*
+Copyright 2026 The Teardown Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package policy
+
+import (
+	"slices"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/teardown-dev/teardown/pkg/finalizer"
+)
+
+// Served is a policy version in force and everything the controllers run
+// for it. It is built whole by the policy controller and never changed
+// afterwards: a new version, a new retired key or the policy's deletion
+// replaces it in the Index.
+type Served struct {
+	*Policy
+	// Keys are the finalizer keys served: the version's own first, then
+	// the retired keys of earlier versions (status.retired), which are
+	// served only so that teardowns already under way finish.
+	Keys []ServedKey
+	// Released counts the finalizers removed without cleanup since the
+	// controller started; every version of one policy shares it.
+	Released *atomic.Int64
+}
+
+// ServedKey is one finalizer key of a served policy and the kinds it is
+// served for.
+type ServedKey struct {
+	Key   string
+	Kinds []schema.GroupVersionKind
+	// Retired marks a key of an earlier version: never attached, released
+	// from objects not being deleted, finished on objects being deleted.
+	Retired bool
+	// Fin runs the policy's steps under Key.
+	Fin *finalizer.Finalizers
+}
+
+// Serves reports whether k is served for objects of kind gvk.
+func (k ServedKey) Serves(gvk schema.GroupVersionKind) bool { return slices.Contains(k.Kinds, gvk) }
+
+// InScope reports whether obj is where the policy may act: its own
+// namespace for a TeardownPolicy, anywhere for a ClusterTeardownPolicy.
+func (p *Policy) InScope(obj metav1.Object) bool {
+	return p.Ref.Kind == KindCluster || obj.GetNamespace() == p.Ref.Namespace
+}
+
+// Kinds returns the policy's target kinds, each once, in spec order.
+func (p *Policy) Kinds() []schema.GroupVersionKind {
+	var kinds []schema.GroupVersionKind
+	for _, t := range p.Targets {
+		if !slices.Contains(kinds, t.GVK) {
+			kinds = append(kinds, t.GVK)
+		}
+	}
+	return kinds
+}
+
+// Index holds the served policies. The policy controller is its only
+// writer; the target controller and the status code read it.
+type Index struct {
+	mu       sync.RWMutex
+	policies map[Ref]*Served
+}
+
+// NewIndex returns an empty index.
+func NewIndex() *Index { return &Index{policies: map[Ref]*Served{}} }
+
+// Set puts s in force in place of any earlier version of the same policy,
+// carrying over its release counter.
+func (x *Index) Set(s *Served) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if s.Released == nil {
+		if prev, ok := x.policies[s.Ref]; ok && prev.UID == s.UID {
+			s.Released = prev.Released
+		} else {
+			s.Released = new(atomic.Int64)
+		}
+	}
+	x.policies[s.Ref] = s
+}
+
+// Delete removes a policy.
+func (x *Index) Delete(ref Ref) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	delete(x.policies, ref)
+}
+
+// Get returns a served policy by reference.
+func (x *Index) Get(ref Ref) (*Served, bool) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	s, ok := x.policies[ref]
+	return s, ok
+}
+
+// All returns every served policy.
+func (x *Index) All() []*Served {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	out := make([]*Served, 0, len(x.policies))
+	for _, s := range x.policies {
+		out = append(out, s)
+	}
+	return out
+}
+
+// ForKind returns the policies that serve a key for kind gvk, ordered by
+// reference so that their cleanups are attempted in a stable order.
+func (x *Index) ForKind(gvk schema.GroupVersionKind) []*Served {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	var out []*Served
+	for _, s := range x.policies {
+		if slices.ContainsFunc(s.Keys, func(k ServedKey) bool { return k.Serves(gvk) }) {
+			out = append(out, s)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Ref.String() < out[j].Ref.String() })
+	return out
+}
