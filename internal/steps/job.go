@@ -61,7 +61,7 @@ func jobNamespace(pol *policy.Policy, j *teardownv1alpha1.JobAction) (string, er
 func (r *Runner) job(ctx context.Context, pol *policy.Policy, step teardownv1alpha1.Step, t Target) outcome {
 	ns, err := jobNamespace(pol, step.Job)
 	if err != nil {
-		return failed(err)
+		return transient(err)
 	}
 	name := JobName(string(pol.UID), string(t.Obj.GetUID()), step.Name)
 	job := &batchv1.Job{}
@@ -70,7 +70,7 @@ func (r *Runner) job(ctx context.Context, pol *policy.Policy, step teardownv1alp
 	case apierrors.IsNotFound(err):
 		return r.createJob(ctx, pol, step, t, ns, name)
 	case err != nil:
-		return failed(fmt.Errorf("reading Job %s/%s: %w", ns, name, err))
+		return transient(fmt.Errorf("reading Job %s/%s: %w", ns, name, err))
 	}
 	for _, c := range job.Status.Conditions {
 		if c.Status != corev1.ConditionTrue {
@@ -79,15 +79,17 @@ func (r *Runner) job(ctx context.Context, pol *policy.Policy, step teardownv1alp
 		switch c.Type {
 		case batchv1.JobComplete:
 			if err := r.removeJob(ctx, job); err != nil {
-				return failed(err)
+				return transient(err)
 			}
 			return done()
 		case batchv1.JobFailed:
-			// Removed so that a retry starts a fresh Job.
+			// Removed so that a retry starts a fresh Job. Until it is
+			// removed the failure is not reported, so that a Continue or
+			// Release never leaves a failed Job behind.
 			if err := r.removeJob(ctx, job); err != nil {
-				return failed(err)
+				return transient(err)
 			}
-			return failed(fmt.Errorf("Job %s/%s failed: %s: %s", ns, name, c.Reason, c.Message))
+			return failed(fmt.Errorf("Job %s/%s failed: %s: %s", ns, name, cleanText(c.Reason, maxWebhookStatus), cleanText(c.Message, maxWebhookMessage)))
 		}
 	}
 	return pending(0, "Job %s/%s is running", ns, name)
@@ -96,10 +98,10 @@ func (r *Runner) job(ctx context.Context, pol *policy.Policy, step teardownv1alp
 func (r *Runner) createJob(ctx context.Context, pol *policy.Policy, step teardownv1alpha1.Step, t Target, ns, name string) outcome {
 	nsObj := &corev1.Namespace{}
 	if err := r.Reader.Get(ctx, client.ObjectKey{Name: ns}, nsObj); err != nil {
-		return failed(fmt.Errorf("reading namespace %s for the Job: %w", ns, err))
+		return transient(fmt.Errorf("reading namespace %s for the Job: %w", ns, err))
 	}
 	if nsObj.DeletionTimestamp != nil {
-		return failed(fmt.Errorf("namespace %s is terminating, so no Job can be created there; set job.namespace to run the cleanup elsewhere", ns))
+		return transient(fmt.Errorf("namespace %s is terminating, so no Job can be created there; set job.namespace to run the cleanup elsewhere", ns))
 	}
 	tmpl := step.Job.Template
 	job := &batchv1.Job{
@@ -142,7 +144,7 @@ func (r *Runner) createJob(ctx context.Context, pol *policy.Policy, step teardow
 		pod.RestartPolicy = corev1.RestartPolicyNever
 	}
 	if err := r.Client.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {
-		return failed(fmt.Errorf("creating Job %s/%s: %w", ns, name, err))
+		return transient(fmt.Errorf("creating Job %s/%s: %w", ns, name, err))
 	}
 	return pending(0, "started Job %s/%s", ns, name)
 }

@@ -7,10 +7,12 @@ package steps
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/interpreter"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -64,12 +66,12 @@ func (r *Runner) delete(ctx context.Context, d *teardownv1alpha1.DeleteAction, t
 	for _, res := range d.Resources {
 		gvk, opts, err := r.listOptions(res, t)
 		if err != nil {
-			return failed(err)
+			return transient(err)
 		}
 		list := &metav1.PartialObjectMetadataList{}
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
 		if err := r.Reader.List(ctx, list, opts...); err != nil {
-			return failed(fmt.Errorf("listing %s: %w", gvk.Kind, err))
+			return transient(fmt.Errorf("listing %s: %w", gvk.Kind, err))
 		}
 		for i := range list.Items {
 			obj := &list.Items[i]
@@ -80,7 +82,7 @@ func (r *Runner) delete(ctx context.Context, d *teardownv1alpha1.DeleteAction, t
 			}
 			err := r.Client.Delete(ctx, obj, client.PropagationPolicy(propagation), client.Preconditions{UID: &obj.UID})
 			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-				return failed(fmt.Errorf("deleting %s %s: %w", gvk.Kind, client.ObjectKeyFromObject(obj), err))
+				return transient(fmt.Errorf("deleting %s %s: %w", gvk.Kind, client.ObjectKeyFromObject(obj), err))
 			}
 		}
 	}
@@ -92,18 +94,18 @@ func (r *Runner) delete(ctx context.Context, d *teardownv1alpha1.DeleteAction, t
 
 func (r *Runner) wait(ctx context.Context, cond cel.Program, w *teardownv1alpha1.WaitAction, t Target) outcome {
 	if cond == nil {
-		return failed(fmt.Errorf("condition %q is not compiled", w.Condition))
+		return transient(fmt.Errorf("condition %q is not compiled", w.Condition))
 	}
 	var objects []any
 	for _, res := range w.Resources {
 		gvk, opts, err := r.listOptions(res, t)
 		if err != nil {
-			return failed(err)
+			return transient(err)
 		}
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
 		if err := r.Reader.List(ctx, list, opts...); err != nil {
-			return failed(fmt.Errorf("listing %s: %w", gvk.Kind, err))
+			return transient(fmt.Errorf("listing %s: %w", gvk.Kind, err))
 		}
 		for _, item := range list.Items {
 			objects = append(objects, item.Object)
@@ -111,17 +113,58 @@ func (r *Runner) wait(ctx context.Context, cond cel.Program, w *teardownv1alpha1
 	}
 	val, _, err := cond.ContextEval(ctx, map[string]any{"objects": objects})
 	if err != nil {
-		return failed(fmt.Errorf("evaluating %q: %w", w.Condition, err))
+		// cel-go's error text can hold evaluated values ("no such key:
+		// <the value of a Secret>"): only a fixed category is repeated.
+		return transient(fmt.Errorf("condition %q failed to evaluate: %s", w.Condition, celErrorCategory(err)))
 	}
 	ok, isBool := val.Value().(bool)
 	switch {
 	case !isBool:
-		return failed(fmt.Errorf("condition %q returned %v, not a bool", w.Condition, val.Value()))
+		// The type, never the value.
+		return transient(fmt.Errorf("condition %q returned a %s, not a bool", w.Condition, val.Type().TypeName()))
 	case ok:
 		return done()
 	default:
 		return pending(0, "waiting until %s (%d object(s) selected)", w.Condition, len(objects))
 	}
+}
+
+// celCategories maps the start of cel-go's runtime error messages to what
+// may be repeated of them: the category, never the rest, which can quote
+// evaluated values.
+var celCategories = []struct{ prefix, category string }{
+	{"no such key", "no such key"},
+	{"no such field", "no such field"},
+	{"no such attribute", "no such attribute"},
+	{"no such overload", "no matching overload (a value of an unexpected type)"},
+	{"no matching overload", "no matching overload (a value of an unexpected type)"},
+	{"division by zero", "division by zero"},
+	{"modulus by zero", "modulus by zero"},
+	{"index out of range", "index out of range"},
+	{"index '", "index out of range"},
+	{"invalid index", "index out of range"},
+	{"type conversion error", "type conversion error"},
+	{"optional.none() dereference", "empty optional dereferenced"},
+	{"operation interrupted", "evaluation interrupted"},
+}
+
+// celErrorCategory says what kind of error a condition's evaluation hit, in
+// words fixed here; anything unknown is "evaluation error".
+func celErrorCategory(err error) string {
+	var cancelled interpreter.EvalCancelledError
+	if errors.As(err, &cancelled) || strings.HasPrefix(err.Error(), "operation cancelled") {
+		return "evaluation cancelled or over its cost limit"
+	}
+	msg := err.Error()
+	for _, c := range celCategories {
+		if strings.HasPrefix(msg, c.prefix) {
+			return c.category
+		}
+	}
+	if strings.Contains(msg, "overflow") {
+		return "integer overflow"
+	}
+	return "evaluation error"
 }
 
 // summarize lists a few names, enough for a person to know where to look.

@@ -5,6 +5,14 @@ SPDX-License-Identifier: Apache-2.0
 
 // Package steps runs a policy's cleanup steps (webhook, job, delete, wait) for
 // one target object, in order, as the handler of the policy's finalizer.
+//
+// Only a definitive failure of a step lets its onFailure act: the webhook
+// answered Failure (or a permanent 4xx, or a redirect), the Job reached
+// Failed, or the step's timeout passed. Every other error (connection
+// errors, 5xx, API errors, stale REST mappings, a Job that could not be
+// read, a condition that could not be evaluated) is transient and retried
+// whatever onFailure says, until the step succeeds, its timeout passes or
+// the policy's deadline acts.
 package steps
 
 import (
@@ -12,11 +20,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
@@ -28,14 +34,14 @@ import (
 	"github.com/teardown-dev/teardown/pkg/finalizer"
 )
 
-// StateAnnotationPrefix starts the annotation that records, on a target,
-// which step of a policy's cleanup it is at and since when, so a restart
-// resumes there instead of repeating finished steps.
-const StateAnnotationPrefix = "steps.teardown.dev/"
-
 // pollInterval is how soon a pending step is checked again when it says
 // nothing better.
 const pollInterval = 2 * time.Second
+
+// maxRetryAfter caps how long a webhook may ask to be left alone (Retry-After,
+// retryAfterSeconds): a receiver's typo or a hostile answer must not park a
+// cleanup for days.
+const maxRetryAfter = 10 * time.Minute
 
 // Runner runs steps. Client writes (Jobs, deletes, the state annotation);
 // Reader lists step resources straight from the API server, so that steps do
@@ -45,29 +51,15 @@ type Runner struct {
 	Reader client.Reader
 	Mapper meta.RESTMapper
 	HTTP   *HTTPClients
-	Now    func() time.Time
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
 }
 
-// State is the record kept in the state annotation.
-type State struct {
-	// Step is the index of the first step not finished.
-	Step int `json:"step"`
-	// Since is when that step started.
-	Since time.Time `json:"since"`
-}
-
-// StateAnnotation returns the annotation key for a policy's finalizer key.
-func StateAnnotation(key string) string {
-	return StateAnnotationPrefix + strings.TrimPrefix(finalizer.ProgressAnnotation(key), finalizer.ProgressAnnotationPrefix)
-}
-
-// ReadState returns the recorded state of key's steps on obj.
-func ReadState(obj metav1.Object, key string) State {
-	var s State
-	if v, ok := obj.GetAnnotations()[StateAnnotation(key)]; ok {
-		_ = json.Unmarshal([]byte(v), &s)
+func (r *Runner) now() time.Time {
+	if r.Now == nil {
+		return time.Now()
 	}
-	return s
+	return r.Now()
 }
 
 // Target is the object being torn down.
@@ -76,12 +68,57 @@ type Target struct {
 	Obj client.Object
 }
 
+// FailureKind says what kind of error stopped a step.
+type FailureKind string
+
+const (
+	// Transient: the step could not be carried out this time (connection
+	// error, 5xx, API error, ...). It is retried whatever onFailure says.
+	Transient FailureKind = "Transient"
+	// Failed: the step failed definitively (webhook Failure or permanent 4xx,
+	// Job Failed); onFailure applies.
+	Failed FailureKind = "Failed"
+	// TimedOut: the step's timeout passed; onFailure applies. Shown with
+	// reason StepTimedOut.
+	TimedOut FailureKind = "TimedOut"
+)
+
+// StepError is the error of a step that did not finish. It wraps the
+// underlying error, so callers can inspect the chain (apierrors, net errors)
+// with errors.As / errors.Is; its message starts with the step and the kind
+// ("transient:", "failed:", "timed out ..."), so status and Events tell them
+// apart.
+type StepError struct {
+	Step  string
+	Index int
+	Kind  FailureKind
+	Err   error
+}
+
+func (e *StepError) Error() string {
+	switch e.Kind {
+	case Transient:
+		return fmt.Sprintf("step %s: transient: %v", e.Step, e.Err)
+	case TimedOut:
+		return fmt.Sprintf("step %s: %v", e.Step, e.Err) // Err says "timed out after ..."
+	default:
+		return fmt.Sprintf("step %s: failed: %v", e.Step, e.Err)
+	}
+}
+
+func (e *StepError) Unwrap() error { return e.Err }
+
+// Definitive reports whether the error is one onFailure acts on.
+func (e *StepError) Definitive() bool { return e.Kind == Failed || e.Kind == TimedOut }
+
 // outcome is what one step says.
 type outcome struct {
-	done    bool
-	after   time.Duration // pending: check again after
-	message string        // pending or failed: why
-	err     error         // failed
+	done       bool
+	after      time.Duration // pending: check again after
+	message    string        // pending or error: why
+	err        error         // the step did not finish with an error
+	definitive bool          // err is a definitive failure of the step
+	timedOut   bool          // the step's timeout passed
 }
 
 func done() outcome { return outcome{done: true} }
@@ -93,74 +130,119 @@ func pending(after time.Duration, format string, args ...any) outcome {
 	return outcome{after: after, message: fmt.Sprintf(format, args...)}
 }
 
-func failed(err error) outcome { return outcome{err: err, message: err.Error()} }
+// failed is a definitive failure: onFailure applies.
+func failed(err error) outcome { return outcome{err: err, message: err.Error(), definitive: true} }
+
+// transient is an error that says nothing about the cleanup itself: retried.
+func transient(err error) outcome { return outcome{err: err, message: err.Error()} }
 
 // Run runs pol's steps for t from the recorded one on, and answers the
-// finalizer protocol. Finished steps are recorded only when the cleanup
-// stops before the end, so a cleanup done in one go writes nothing.
-func (r *Runner) Run(ctx context.Context, pol *policy.Policy, t Target) finalizer.Result {
-	log := logf.FromContext(ctx).WithValues("policy", pol.Ref.String(), "target", klog.KObj(t.Obj))
-	recorded := ReadState(t.Obj, pol.Key)
-	state := recorded
-	now := r.Now()
-	for state.Step < len(pol.Steps) {
-		step := pol.Steps[state.Step]
-		if state.Since.IsZero() {
-			state.Since = now
+// finalizer protocol for key, the finalizer key the cleanup runs under (the
+// policy's current key, or an older key an earlier version attached); the
+// state annotation is key's.
+//
+// Progress is recorded after each finished step that more steps follow, and
+// when the cleanup stops early (pending or retry), so that a restart never
+// repeats a finished step; a cleanup that finishes in one go after its last
+// step writes nothing more.
+func (r *Runner) Run(ctx context.Context, pol *policy.Policy, key string, t Target) finalizer.Result {
+	log := logf.FromContext(ctx).WithValues("policy", pol.Ref.String(), "finalizer", key, "target", klog.KObj(t.Obj))
+	pos := Resume(t.Obj, pol, key, r.now())
+	recorded, _ := readRecord(t.Obj, pol, key)
+	i, since := pos.Index, pos.Since
+	for i < len(pol.Steps) {
+		step := pol.Steps[i]
+		if since.IsZero() {
+			since = r.now()
 		}
-		out := r.runStep(ctx, pol, state.Step, t)
-		if !out.done && out.err == nil && step.Timeout != nil && now.Sub(state.Since) > step.Timeout.Duration {
-			out = failed(fmt.Errorf("timed out after %s: %s", step.Timeout.Duration, out.message))
+		out := r.runStep(ctx, pol, key, i, t)
+		if !out.done && !out.definitive && step.Timeout != nil && step.Timeout.Duration > 0 {
+			if waited := r.now().Sub(since); waited > step.Timeout.Duration {
+				// Time spent on transient errors counts: the timeout is the
+				// step's bound on the whole, not on its successful calls.
+				err := fmt.Errorf("timed out after %s: %s", step.Timeout.Duration, out.message)
+				if out.err != nil {
+					err = fmt.Errorf("timed out after %s: %w", step.Timeout.Duration, out.err)
+				}
+				out = outcome{err: err, message: err.Error(), definitive: true, timedOut: true}
+			}
+		}
+		var stepErr *StepError
+		if out.err != nil {
+			stepErr = &StepError{Step: step.Name, Index: i, Kind: Transient, Err: out.err}
+			switch {
+			case out.timedOut:
+				stepErr.Kind = TimedOut
+			case out.definitive:
+				stepErr.Kind = Failed
+			}
 		}
 		switch {
 		case out.done:
 			log.V(2).Info("Cleanup step done", "step", step.Name)
-			state = State{Step: state.Step + 1}
+			i, since = r.next(ctx, pol, key, t, &recorded, i)
 			continue
-		case out.err == nil:
-			r.saveState(ctx, t, pol.Key, recorded, state)
+		case stepErr == nil:
+			r.saveState(ctx, pol, key, t, &recorded, i, since)
 			return finalizer.Pending(out.after, fmt.Sprintf("step %s: %s", step.Name, out.message))
+		case stepErr.Kind == Transient:
+			log.V(1).Info("Cleanup step hit a transient error; retrying", "step", step.Name, "err", out.err.Error())
+			r.saveState(ctx, pol, key, t, &recorded, i, since)
+			return finalizer.Retry(stepErr)
 		}
 		switch step.OnFailure {
 		case teardownv1alpha1.FailureContinue:
-			log.Info("Cleanup step failed; continuing as the policy says", "step", step.Name, "err", out.err.Error())
-			state = State{Step: state.Step + 1}
+			log.Info("Cleanup step failed; continuing as the policy says", "step", step.Name, "kind", stepErr.Kind, "err", stepErr.Error())
+			i, since = r.next(ctx, pol, key, t, &recorded, i)
 			continue
 		case teardownv1alpha1.FailureRelease:
-			return finalizer.Release(fmt.Sprintf("step %s failed and its policy says Release: %s", step.Name, out.message))
+			log.Info("Cleanup step failed; releasing as the policy says", "step", step.Name, "kind", stepErr.Kind, "err", stepErr.Error())
+			return finalizer.Release(stepErr.Error() + "; its policy says Release")
 		default:
-			r.saveState(ctx, t, pol.Key, recorded, state)
-			return finalizer.Retry(fmt.Errorf("step %s: %w", step.Name, out.err))
+			r.saveState(ctx, pol, key, t, &recorded, i, since)
+			return finalizer.Retry(stepErr)
 		}
 	}
 	return finalizer.Done()
 }
 
-func (r *Runner) runStep(ctx context.Context, pol *policy.Policy, i int, t Target) outcome {
+// next moves past step i: when more steps follow, the move is recorded
+// before the next one starts, so that a restart does not repeat step i.
+func (r *Runner) next(ctx context.Context, pol *policy.Policy, key string, t Target, recorded *record, i int) (int, time.Time) {
+	i++
+	if i >= len(pol.Steps) {
+		return i, time.Time{}
+	}
+	since := r.now()
+	r.saveState(ctx, pol, key, t, recorded, i, since)
+	return i, since
+}
+
+func (r *Runner) runStep(ctx context.Context, pol *policy.Policy, key string, i int, t Target) outcome {
 	step := pol.Steps[i]
 	switch {
 	case step.Webhook != nil:
-		return r.webhook(ctx, pol, step, t)
+		return r.webhook(ctx, pol, key, step.Step, t)
 	case step.Job != nil:
-		return r.job(ctx, pol, step, t)
+		return r.job(ctx, pol, step.Step, t)
 	case step.Delete != nil:
 		return r.delete(ctx, step.Delete, t)
 	case step.Wait != nil:
-		return r.wait(ctx, pol.Conditions[i], step.Wait, t)
+		return r.wait(ctx, step.Condition, step.Wait, t)
 	default:
-		return failed(errors.New("step has no action"))
+		return transient(errors.New("step has no action"))
 	}
 }
 
-// saveState records state when it differs from what the object carries.
-// Failing to record is not fatal: finished steps are idempotent and run
-// again.
-func (r *Runner) saveState(ctx context.Context, t Target, key string, recorded, state State) {
-	if recorded.Step == state.Step && recorded.Since.Equal(state.Since) {
+// saveState records step i and since under key when that differs from what
+// the object carries. Failing to record is not fatal: steps are idempotent,
+// and a restart only repeats the steps since the last record.
+func (r *Runner) saveState(ctx context.Context, pol *policy.Policy, key string, t Target, recorded *record, i int, since time.Time) {
+	rec := record{Policy: pol.UID, Fingerprint: pol.Fingerprint, Step: i, Name: pol.Steps[i].Name, Since: since.UTC().Truncate(time.Second)}
+	if rec == *recorded {
 		return
 	}
-	state.Since = state.Since.UTC().Truncate(time.Second)
-	value, err := json.Marshal(state)
+	value, err := json.Marshal(rec)
 	if err == nil {
 		var patch []byte
 		patch, err = json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{StateAnnotation(key): string(value)}}})
@@ -169,6 +251,8 @@ func (r *Runner) saveState(ctx context.Context, t Target, key string, recorded, 
 		}
 	}
 	if err != nil {
-		logf.FromContext(ctx).V(2).Info("Could not record the cleanup step", "target", klog.KObj(t.Obj), "err", err.Error())
+		logf.FromContext(ctx).V(1).Info("Could not record the cleanup step", "target", klog.KObj(t.Obj), "step", rec.Name, "err", err.Error())
+		return
 	}
+	*recorded = rec
 }

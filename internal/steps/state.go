@@ -1,0 +1,110 @@
+/*
+Copyright 2026 The Teardown Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package steps
+
+import (
+	"encoding/json"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/teardown-dev/teardown/internal/policy"
+	"github.com/teardown-dev/teardown/pkg/finalizer"
+)
+
+// StateAnnotationPrefix starts the annotation that records, on a target,
+// which step of a policy's cleanup it is at and since when, so a restart
+// resumes there instead of repeating finished steps.
+const StateAnnotationPrefix = "steps.teardown.dev/"
+
+// maxStateAnnotation bounds what is parsed: a genuine record is about 200
+// bytes, and anyone who may patch the target may write this annotation.
+const maxStateAnnotation = 1024
+
+// record is what the state annotation holds. Progress is bound to what it is
+// progress of: the policy (its UID), the version of its steps (the
+// fingerprint) and the step itself (its index and its name), so that an
+// edited, reordered or deleted-and-recreated policy, or a hand-written
+// record, never resumes past a step that did not finish under the steps in
+// force.
+type record struct {
+	Policy      types.UID `json:"policy"`
+	Fingerprint string    `json:"fingerprint"`
+	// Step is the index of the first step not finished; Name is its name.
+	Step  int       `json:"step"`
+	Name  string    `json:"name"`
+	Since time.Time `json:"since"`
+}
+
+// StateAnnotation returns the annotation key for a policy's finalizer key.
+func StateAnnotation(key string) string {
+	return StateAnnotationPrefix + strings.TrimPrefix(finalizer.ProgressAnnotation(key), finalizer.ProgressAnnotationPrefix)
+}
+
+// Position is where a cleanup stands, as Resume reads it.
+type Position struct {
+	// Index is the first step not finished: 0 when nothing (trustworthy) is
+	// recorded.
+	Index int
+	// Step is that step's name; empty when the policy has no steps.
+	Step string
+	// Since is when that step started; zero when nothing is recorded.
+	Since time.Time
+	// TimedOut says the step's timeout had passed at the time asked about:
+	// the step has failed definitively (reason StepTimedOut) and its
+	// onFailure applies.
+	TimedOut bool
+}
+
+// Resume reads the position of key's cleanup of obj under pol, as of now.
+// key is the finalizer key the cleanup runs under (the policy's current key,
+// or an older one an earlier version attached). A record written for another
+// policy or another version of its steps, or whose step name is not the name
+// of the step at its index, or that does not parse (edited, reordered,
+// forged or garbled), reads as no record: index 0. Nothing in the annotation
+// can make Resume panic or return an index out of range of pol.Steps (Index
+// is 0 when pol has no steps).
+func Resume(obj metav1.Object, pol *policy.Policy, key string, now time.Time) Position {
+	rec, ok := readRecord(obj, pol, key)
+	if !ok {
+		pos := Position{}
+		if len(pol.Steps) > 0 {
+			pos.Step = pol.Steps[0].Name
+		}
+		return pos
+	}
+	pos := Position{Index: rec.Step, Step: rec.Name, Since: rec.Since}
+	// A record from the future (clock skew, or forged) counts from now: it
+	// must not postpone a timeout indefinitely.
+	if pos.Since.After(now) {
+		pos.Since = now
+	}
+	if t := pol.Steps[rec.Step].Timeout; t != nil && t.Duration > 0 {
+		pos.TimedOut = now.Sub(pos.Since) > t.Duration
+	}
+	return pos
+}
+
+// readRecord returns key's record on obj when it belongs to pol as it is.
+func readRecord(obj metav1.Object, pol *policy.Policy, key string) (record, bool) {
+	v, ok := obj.GetAnnotations()[StateAnnotation(key)]
+	if !ok || len(v) > maxStateAnnotation {
+		return record{}, false
+	}
+	var rec record
+	if err := json.Unmarshal([]byte(v), &rec); err != nil {
+		return record{}, false
+	}
+	// Fingerprint "" is what policy.Fingerprint answers when it cannot hash:
+	// it must never match. The index is checked before it is used.
+	if pol.UID == "" || rec.Policy != pol.UID || rec.Fingerprint == "" || rec.Fingerprint != pol.Fingerprint ||
+		rec.Step < 0 || rec.Step >= len(pol.Steps) || rec.Name != pol.Steps[rec.Step].Name || rec.Since.IsZero() {
+		return record{}, false
+	}
+	return rec, true
+}
