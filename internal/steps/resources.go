@@ -94,7 +94,7 @@ func (r *Runner) delete(ctx context.Context, d *teardownv1alpha1.DeleteAction, t
 
 func (r *Runner) wait(ctx context.Context, cond cel.Program, w *teardownv1alpha1.WaitAction, t Target) outcome {
 	if cond == nil {
-		return transient(fmt.Errorf("condition %q is not compiled", w.Condition))
+		return transient(fmt.Errorf("condition %q is not compiled", orDefault(w.Condition, defaultCondition)))
 	}
 	var objects []any
 	for _, res := range w.Resources {
@@ -111,21 +111,32 @@ func (r *Runner) wait(ctx context.Context, cond cel.Program, w *teardownv1alpha1
 			objects = append(objects, item.Object)
 		}
 	}
+	return evalCondition(ctx, cond, orDefault(w.Condition, defaultCondition), objects)
+}
+
+// defaultCondition is a wait step's condition when it names none, as
+// internal/policy compiles it.
+const defaultCondition = "size(objects) == 0"
+
+// evalCondition evaluates a wait step's compiled condition over the selected
+// objects. expr is the condition's text, for messages.
+func evalCondition(ctx context.Context, cond cel.Program, expr string, objects []any) outcome {
 	val, _, err := cond.ContextEval(ctx, map[string]any{"objects": objects})
 	if err != nil {
 		// cel-go's error text can hold evaluated values ("no such key:
-		// <the value of a Secret>"): only a fixed category is repeated.
-		return transient(fmt.Errorf("condition %q failed to evaluate: %s", w.Condition, celErrorCategory(err)))
+		// <the value of a Secret>"): only a fixed category is repeated, and
+		// the error is not wrapped, so no caller can print it either.
+		return transient(fmt.Errorf("condition %q failed to evaluate: %s", expr, celErrorCategory(err)))
 	}
 	ok, isBool := val.Value().(bool)
 	switch {
 	case !isBool:
 		// The type, never the value.
-		return transient(fmt.Errorf("condition %q returned a %s, not a bool", w.Condition, val.Type().TypeName()))
+		return transient(fmt.Errorf("condition %q returned a %s, not a bool", expr, val.Type().TypeName()))
 	case ok:
 		return done()
 	default:
-		return pending(0, "waiting until %s (%d object(s) selected)", w.Condition, len(objects))
+		return pending(0, "waiting until %s (%d object(s) selected)", expr, len(objects))
 	}
 }
 
