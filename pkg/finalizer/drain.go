@@ -43,6 +43,9 @@ func Drain(ctx context.Context, c client.Client, gvk schema.GroupVersionKind, fi
 // DrainIf is Drain that removes finalizer only from the objects release
 // approves (all of them when release is nil), for example only those not
 // being deleted, or only those the controller attached it to (Attached).
+// release is asked again whenever an object is re-read after a concurrent
+// change, so an object that started being deleted meanwhile is judged as
+// it is now.
 func DrainIf(ctx context.Context, c client.Client, gvk schema.GroupVersionKind, finalizer string, release func(*metav1.PartialObjectMetadata) bool, opts ...client.ListOption) (DrainReport, error) {
 	var report DrainReport
 	if err := ValidateName(finalizer); err != nil {
@@ -60,11 +63,19 @@ func DrainIf(ctx context.Context, c client.Client, gvk schema.GroupVersionKind, 
 			obj := &list.Items[i]
 			obj.SetGroupVersionKind(gvk)
 			report.Scanned++
-			if !slices.Contains(obj.GetFinalizers(), finalizer) || (release != nil && !release(obj)) {
+			if !slices.Contains(obj.GetFinalizers(), finalizer) {
 				continue
 			}
-			if err := Remove(ctx, patcher, obj, finalizer); err != nil {
+			var still func(client.Object) bool
+			if release != nil {
+				still = func(o client.Object) bool { return release(o.(*metav1.PartialObjectMetadata)) }
+			}
+			removed, err := removeIf(ctx, patcher, obj, finalizer, still)
+			if err != nil {
 				return report, err
+			}
+			if !removed {
+				continue
 			}
 			report.Removed = append(report.Removed, client.ObjectKeyFromObject(obj).String())
 		}

@@ -245,7 +245,7 @@ func (f *Finalizers) finalize(ctx context.Context, obj client.Object) (Outcome, 
 			out.RequeueAfter = f.capToDeadline(obj, e, res.After)
 			return out, nil
 		default:
-			return out, fmt.Errorf("cleanup %q of %s: %w", e.name, describe(obj), res.Err)
+			return out, &CleanupError{Finalizer: e.name, Object: describe(obj), Err: res.Err}
 		}
 	}
 }
@@ -361,7 +361,13 @@ func (f *Finalizers) Release(ctx context.Context, obj client.Object, name, cause
 	if i < 0 {
 		return false, fmt.Errorf("finalizer %q is not registered", name)
 	}
-	return f.remove(ctx, obj, f.entries[i], Result{State: StateRelease, Reason: reason, cause: cause})
+	res := Result{State: StateRelease, Reason: reason, cause: cause}
+	if obj.GetDeletionTimestamp() == nil {
+		// Released because of what the object was while not being deleted:
+		// if its deletion starts meanwhile, its cleanup is owed after all.
+		return f.removeIf(ctx, obj, f.entries[i], res, func(o client.Object) bool { return o.GetDeletionTimestamp() == nil })
+	}
+	return f.remove(ctx, obj, f.entries[i], res)
 }
 
 // remove takes the finalizer off after Done or Release. A release is
@@ -369,6 +375,12 @@ func (f *Finalizers) Release(ctx context.Context, obj client.Object, name, cause
 // finalizers still hold; it is counted, and announced, only by the call that
 // actually removed the finalizer (a stale copy may ask twice).
 func (f *Finalizers) remove(ctx context.Context, obj client.Object, e *entry, res Result) (bool, error) {
+	return f.removeIf(ctx, obj, e, res, nil)
+}
+
+// removeIf is remove that removes only while still(obj) holds (see
+// removeIf of the patch functions).
+func (f *Finalizers) removeIf(ctx context.Context, obj client.Object, e *entry, res Result, still func(client.Object) bool) (bool, error) {
 	log := logf.FromContext(ctx).WithValues("finalizer", e.name, "object", klog.KObj(obj))
 	deletedAt := obj.GetDeletionTimestamp()
 	uid := obj.GetUID()
@@ -381,7 +393,7 @@ func (f *Finalizers) remove(ctx context.Context, obj client.Object, e *entry, re
 		p := Progress{Finalizer: e.name, State: StateRelease, Message: res.Reason, Attempts: prev.Attempts, DeadlineExceeded: cause == causeDeadline}
 		f.recordProgress(ctx, obj, Progress{}, p)
 	}
-	removed, err := remove(ctx, f.client, obj, e.name)
+	removed, err := removeIf(ctx, f.client, obj, e.name, still)
 	if err != nil || !removed {
 		return false, err
 	}

@@ -64,9 +64,17 @@ func addPatch(obj client.Object, names []string, marked bool) ([]byte, error) {
 // removePatch removes the entry at index i, guarded by a test that the entry
 // there is still name: a concurrent change shifts or removes it and the patch
 // fails instead of removing someone else's finalizer.
+//
+// A removal decided on an object that was not being deleted also tests that
+// it still is not: deletion starting meanwhile makes the patch fail, so a
+// release meant for a live object never skips the cleanup of a deleted one.
 func removePatch(obj client.Object, i int, name string) ([]byte, error) {
 	path := "/metadata/finalizers/" + strconv.Itoa(i)
-	ops := append(uidTest(obj),
+	ops := uidTest(obj)
+	if obj.GetDeletionTimestamp() == nil {
+		ops = append(ops, jsonPatchOp{Op: "test", Path: "/metadata/deletionTimestamp", Value: nil})
+	}
+	ops = append(ops,
 		jsonPatchOp{Op: "test", Path: path, Value: name},
 		jsonPatchOp{Op: "remove", Path: path})
 	return json.Marshal(ops)
@@ -172,6 +180,13 @@ func Remove(ctx context.Context, c Client, obj client.Object, name string) error
 // remove is Remove that also says whether this call removed the finalizer,
 // rather than finding it gone.
 func remove(ctx context.Context, c Client, obj client.Object, name string) (bool, error) {
+	return removeIf(ctx, c, obj, name, nil)
+}
+
+// removeIf is remove that removes only while still(obj) holds, checked
+// again on every re-read: a decision made on one state of the object is
+// not applied to another.
+func removeIf(ctx context.Context, c Client, obj client.Object, name string, still func(client.Object) bool) (bool, error) {
 	if err := checkObject(obj); err != nil {
 		return false, err
 	}
@@ -184,7 +199,7 @@ func remove(ctx context.Context, c Client, obj client.Object, name string) (bool
 			return false, nil
 		}
 		i := slices.Index(obj.GetFinalizers(), name)
-		if i < 0 {
+		if i < 0 || still != nil && !still(obj) {
 			return false, nil
 		}
 		data, err := removePatch(obj, i, name)

@@ -51,7 +51,16 @@ func TestPatches(t *testing.T) {
 		"remove by index": {
 			reason: "the entry at the index is tested before it is removed",
 			build:  func() ([]byte, error) { return removePatch(obj("u1", "b.io/y", "a.io/x"), 1, "a.io/x") },
-			want:   `[{"op":"test","path":"/metadata/uid","value":"u1"},{"op":"test","path":"/metadata/finalizers/1","value":"a.io/x"},{"op":"remove","path":"/metadata/finalizers/1","value":null}]`,
+			want:   `[{"op":"test","path":"/metadata/uid","value":"u1"},{"op":"test","path":"/metadata/deletionTimestamp","value":null},{"op":"test","path":"/metadata/finalizers/1","value":"a.io/x"},{"op":"remove","path":"/metadata/finalizers/1","value":null}]`,
+		},
+		"remove from an object being deleted": {
+			reason: "deletionTimestamp cannot be unset, so there is nothing to test",
+			build: func() ([]byte, error) {
+				o := obj("u1", "a.io/x")
+				o.DeletionTimestamp = &metav1.Time{}
+				return removePatch(o, 0, "a.io/x")
+			},
+			want: `[{"op":"test","path":"/metadata/uid","value":"u1"},{"op":"test","path":"/metadata/finalizers/0","value":"a.io/x"},{"op":"remove","path":"/metadata/finalizers/0","value":null}]`,
 		},
 	}
 	for name, tc := range cases {

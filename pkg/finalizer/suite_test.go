@@ -6,6 +6,7 @@ SPDX-License-Identifier: Apache-2.0
 package finalizer_test
 
 import (
+	"flag"
 	"os"
 	"testing"
 
@@ -30,6 +31,12 @@ func TestMain(m *testing.M) {
 	if os.Getenv(childModeEnv) != "" {
 		// Re-executed by TestRestartMidCleanup as a controller process.
 		os.Exit(runChild())
+	}
+	flag.Parse()
+	if fuzzWorker := flag.Lookup("test.fuzzworker"); fuzzWorker != nil && fuzzWorker.Value.String() == "true" {
+		// A fuzzing worker runs only the Fuzz functions, which need no
+		// control plane; starting one per worker would only slow them.
+		os.Exit(m.Run())
 	}
 	testenv.Main(m, testenv.Options{}, func(e *testenv.Env) {
 		cfg = e.Config

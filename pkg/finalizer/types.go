@@ -63,6 +63,21 @@ type Result struct {
 	cause string // why a Release happened when not by the handler: "deadline" or the caller's
 }
 
+// CleanupError is the error Reconcile returns when a handler answered Retry:
+// the cleanup itself failed, as opposed to the API server refusing or
+// missing a write. Callers may back off the two differently.
+type CleanupError struct {
+	Finalizer string
+	Object    string
+	Err       error
+}
+
+func (e *CleanupError) Error() string {
+	return fmt.Sprintf("cleanup %q of %s: %v", e.Finalizer, e.Object, e.Err)
+}
+
+func (e *CleanupError) Unwrap() error { return e.Err }
+
 // Done says the cleanup is complete.
 func Done() Result { return Result{State: StateDone} }
 
