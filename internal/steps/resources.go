@@ -152,11 +152,13 @@ var celCategories = []struct{ prefix, category string }{
 	{"division by zero", "division by zero"},
 	{"modulus by zero", "modulus by zero"},
 	{"index out of range", "index out of range"},
+	{"index out of bounds", "index out of range"},
 	{"index '", "index out of range"},
 	{"invalid index", "index out of range"},
 	{"type conversion error", "type conversion error"},
 	{"optional.none() dereference", "empty optional dereferenced"},
 	{"operation interrupted", "evaluation interrupted"},
+	{"error parsing regexp", "invalid regular expression"},
 }
 
 // celErrorCategory says what kind of error a condition's evaluation hit, in

@@ -276,6 +276,9 @@ func cleanText(s string, max int) string {
 		return out
 	}
 	const more = "..."
+	if max < len(more) {
+		return ""
+	}
 	cut := max - len(more)
 	for cut > 0 && !utf8.RuneStart(out[cut]) {
 		cut--
