@@ -91,8 +91,11 @@ const (
 type StepError struct {
 	Step  string
 	Index int
-	Kind  FailureKind
-	Err   error
+	// Action is the step's kind: webhook, job, delete or wait. A network
+	// error under a webhook step is about the receiver, not the API server.
+	Action string
+	Kind   FailureKind
+	Err    error
 }
 
 func (e *StepError) Error() string {
@@ -169,7 +172,7 @@ func (r *Runner) Run(ctx context.Context, pol *policy.Policy, key string, t Targ
 		}
 		var stepErr *StepError
 		if out.err != nil {
-			stepErr = &StepError{Step: step.Name, Index: i, Kind: Transient, Err: out.err}
+			stepErr = &StepError{Step: step.Name, Index: i, Action: action(step.Step), Kind: Transient, Err: out.err}
 			switch {
 			case out.timedOut:
 				stepErr.Kind = TimedOut
@@ -231,6 +234,22 @@ func (r *Runner) runStep(ctx context.Context, pol *policy.Policy, key string, i 
 		return r.wait(ctx, step.Condition, step.Wait, t)
 	default:
 		return transient(errors.New("step has no action"))
+	}
+}
+
+// action names a step's kind.
+func action(step teardownv1alpha1.Step) string {
+	switch {
+	case step.Webhook != nil:
+		return "webhook"
+	case step.Job != nil:
+		return "job"
+	case step.Delete != nil:
+		return "delete"
+	case step.Wait != nil:
+		return "wait"
+	default:
+		return ""
 	}
 }
 

@@ -280,7 +280,7 @@ func TestTransientErrorsNeverTriggerOnFailure(t *testing.T) {
 					t.Fatalf("state = %s (%s), want Retry", res.State, res.Reason)
 				}
 				se := stepErr(t, res)
-				if se.Kind != Transient || se.Definitive() || se.Step != "first" {
+				if se.Kind != Transient || se.Definitive() || se.Step != "first" || se.Index != 0 || se.Action == "" {
 					t.Errorf("step error = %+v, want a transient error of step first", se)
 				}
 				if !strings.HasPrefix(res.Err.Error(), "step first: transient: ") {

@@ -71,7 +71,9 @@ type WebhookResponse struct {
 	// Status is Success, InProgress or Failure.
 	Status  string `json:"status"`
 	Message string `json:"message,omitempty"`
-	// RetryAfterSeconds says when to call again, for InProgress.
+	// RetryAfterSeconds says when to call again, for InProgress; at most
+	// 10 minutes are honoured (maxRetryAfter), and the same cap applies to a
+	// Retry-After header.
 	RetryAfterSeconds int `json:"retryAfterSeconds,omitempty"`
 }
 
