@@ -30,7 +30,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
@@ -72,20 +71,11 @@ func TestMain(m *testing.M) {
 		if err != nil {
 			panic(err)
 		}
-		mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-			Scheme:                 scheme,
-			Cache:                  controller.CacheOptions(),
-			Metrics:                metricsserver.Options{BindAddress: "0"},
-			HealthProbeBindAddress: "0",
-			WebhookServer:          webhookServer,
-		})
+		opts := controller.ManagerOptions{WebhookServer: webhookServer, Controller: controller.DefaultOptions()}
+		opts.Controller.StatusInterval = time.Second
+		opts.Controller.WebhookConfiguration = attachWebhookConfiguration
+		mgr, err := controller.NewManager(cfg, opts)
 		if err != nil {
-			panic(err)
-		}
-		opts := controller.DefaultOptions()
-		opts.StatusInterval = time.Second
-		opts.WebhookConfiguration = attachWebhookConfiguration
-		if err := controller.Setup(mgr, opts); err != nil {
 			panic(err)
 		}
 		e.StartManager(mgr)

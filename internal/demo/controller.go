@@ -12,8 +12,6 @@ import (
 
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
-	ctrl "sigs.k8s.io/controller-runtime"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/teardown-dev/teardown/internal/controller"
 )
@@ -28,25 +26,10 @@ const StatusInterval = time.Second
 // The control plane must serve the teardown.dev CRDs. The returned function
 // waits for the controller to stop after ctx ended and returns its error.
 func StartController(ctx context.Context, cfg *rest.Config, log klog.Logger) (wait func() error, err error) {
-	scheme, err := controller.NewScheme()
+	opts := controller.ManagerOptions{QPS: 100, Burst: 200, Logger: log, Controller: controller.DefaultOptions()}
+	opts.Controller.StatusInterval = StatusInterval
+	mgr, err := controller.NewManager(cfg, opts)
 	if err != nil {
-		return nil, err
-	}
-	cfg = rest.CopyConfig(cfg)
-	cfg.QPS, cfg.Burst = 100, 200
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 scheme,
-		Cache:                  controller.CacheOptions(),
-		Logger:                 log,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-	})
-	if err != nil {
-		return nil, fmt.Errorf("creating the teardown-controller's manager: %w", err)
-	}
-	opts := controller.DefaultOptions()
-	opts.StatusInterval = StatusInterval
-	if err := controller.Setup(mgr, opts); err != nil {
 		return nil, fmt.Errorf("setting up the teardown-controller: %w", err)
 	}
 	done := make(chan error, 1)

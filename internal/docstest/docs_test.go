@@ -25,9 +25,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/yaml"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
@@ -58,13 +56,8 @@ func TestMain(m *testing.M) {
 		if k8s, err = client.New(e.Config, client.Options{Scheme: scheme}); err != nil {
 			panic(err)
 		}
-		mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
-			Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-		})
+		mgr, err := controller.NewManager(e.Config, controller.ManagerOptions{Controller: controller.DefaultOptions()})
 		if err != nil {
-			panic(err)
-		}
-		if err := controller.Setup(mgr, controller.DefaultOptions()); err != nil {
 			panic(err)
 		}
 		e.StartManager(mgr)
@@ -232,10 +225,6 @@ func TestContractNamesAreDocumented(t *testing.T) {
 		finalizer.ProgressAnnotationPrefix,
 		finalizer.ReasonCleanupPending, finalizer.ReasonCleanupFailed, finalizer.ReasonDeadlineExceeded,
 		finalizer.ReasonFinalizerReleased, finalizer.ReasonDeletedBeforeGuarded,
-		teardownv1alpha1.ServingReason, teardownv1alpha1.UnknownKindReason, teardownv1alpha1.ClusterScopedKindReason,
-		teardownv1alpha1.ForbiddenReason, teardownv1alpha1.InvalidSelectorReason, teardownv1alpha1.InvalidConditionReason,
-		teardownv1alpha1.FinalizerConflictReason, teardownv1alpha1.ReleasingReason,
-		teardownv1alpha1.StepFailedReason, teardownv1alpha1.DeadlineExceededReason,
 		controller.Name, "teardown.dev/aggregate-to-controller", "teardown-controller-targets",
 		"--" + "attach-webhook-configuration",
 	}

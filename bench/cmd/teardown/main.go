@@ -4,9 +4,9 @@ SPDX-License-Identifier: Apache-2.0
 */
 
 // Command teardown runs the teardown-controller for the benchmark: the same
-// manager and controllers as cmd/teardown-controller (ctrl.GetConfigOrDie,
-// controller.CacheOptions, controller.Setup; no leader election and no
-// attach-at-create webhook, which a benchmark of one replica does not use),
+// manager and controllers as cmd/teardown-controller (ctrl.GetConfigOrDie and
+// controller.NewManager; no leader election and no attach-at-create webhook,
+// which a benchmark of one replica does not use),
 // plus net/http/pprof and the metrics registry on a
 // loopback address so that the benchmark can profile it. Its own metrics and
 // probe servers are off so that several runs never fight over a port.
@@ -19,7 +19,6 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/teardown-dev/teardown/bench/debugserver"
 	"github.com/teardown-dev/teardown/internal/controller"
@@ -47,27 +46,10 @@ func main() {
 }
 
 func run(opts controller.Options, qps float64, burst int, debugAddress string) error {
-	scheme, err := controller.NewScheme()
-	if err != nil {
-		return err
-	}
-	cfg := ctrl.GetConfigOrDie()
-	if qps > 0 {
-		cfg.QPS = float32(qps)
-	}
-	if burst > 0 {
-		cfg.Burst = burst
-	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 scheme,
-		Cache:                  controller.CacheOptions(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
+	mgr, err := controller.NewManager(ctrl.GetConfigOrDie(), controller.ManagerOptions{
+		QPS: float32(qps), Burst: burst, Controller: opts,
 	})
 	if err != nil {
-		return fmt.Errorf("creating the manager: %w", err)
-	}
-	if err := controller.Setup(mgr, opts); err != nil {
 		return err
 	}
 	if err := debugserver.Start(debugAddress); err != nil {

@@ -19,9 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/yaml"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
@@ -92,15 +90,10 @@ func TestMain(m *testing.M) {
 func TestShippedRBACIsEnough(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	mgr, err := ctrl.NewManager(controllerCfg, ctrl.Options{
-		Scheme: admin.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-	})
+	opts := controller.ManagerOptions{Controller: controller.DefaultOptions()}
+	opts.Controller.StatusInterval = time.Second
+	mgr, err := controller.NewManager(controllerCfg, opts)
 	if err != nil {
-		t.Fatal(err)
-	}
-	opts := controller.DefaultOptions()
-	opts.StatusInterval = time.Second
-	if err := controller.Setup(mgr, opts); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)

@@ -1,0 +1,105 @@
+/*
+Copyright 2026 The Teardown Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package controller
+
+import (
+	"fmt"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
+)
+
+// LeaderElectionID names the Lease that replicas of the teardown-controller
+// elect their leader with.
+const LeaderElectionID = "teardown-controller.teardown.dev"
+
+// ManagerOptions are what callers of NewManager may choose. Everything else
+// (the scheme, the cache options that strip managedFields, the leader
+// election Lease, the health checks and the controllers) is decided once, in
+// NewManager. The zero value serves no endpoint and elects no leader, which
+// is what tests and embedded controllers want.
+type ManagerOptions struct {
+	// MetricsAddr is the address of the Prometheus metrics endpoint; empty
+	// or "0" turns it off.
+	MetricsAddr string
+	// ProbeAddr is the address of the /healthz and /readyz endpoints; empty
+	// or "0" turns them off.
+	ProbeAddr string
+	// LeaderElection makes replicas elect a leader, so that only one acts.
+	LeaderElection bool
+	// LeaderElectionNamespace is the namespace of the leader-election
+	// Lease; empty means the pod's own namespace.
+	LeaderElectionNamespace string
+	// WebhookServer serves the attach-at-create webhook when
+	// Controller.WebhookConfiguration is set; nil means controller-runtime's
+	// default server.
+	WebhookServer ctrlwebhook.Server
+	// QPS and Burst, when positive, replace the rest.Config's client rate
+	// limits.
+	QPS   float32
+	Burst int
+	// Logger is the manager's logger; the zero value means ctrl.Log.
+	Logger klog.Logger
+	// Controller tunes the controllers; start from DefaultOptions.
+	Controller Options
+}
+
+// NewManager returns a manager for cfg's cluster with the teardown-controller
+// set up in it. It is the one place that builds the teardown-controller's
+// manager: cmd/teardown-controller, the demo, the benchmark and the tests
+// all call it, so that they run the same controller.
+func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, error) {
+	scheme, err := NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	if opts.QPS > 0 || opts.Burst > 0 {
+		cfg = rest.CopyConfig(cfg)
+		if opts.QPS > 0 {
+			cfg.QPS = opts.QPS
+		}
+		if opts.Burst > 0 {
+			cfg.Burst = opts.Burst
+		}
+	}
+	metricsAddr := opts.MetricsAddr
+	if metricsAddr == "" {
+		// controller-runtime would serve on :8080.
+		metricsAddr = "0"
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  scheme,
+		Cache:                   CacheOptions(),
+		Logger:                  opts.Logger,
+		Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
+		HealthProbeBindAddress:  opts.ProbeAddr,
+		LeaderElection:          opts.LeaderElection,
+		LeaderElectionID:        LeaderElectionID,
+		LeaderElectionNamespace: opts.LeaderElectionNamespace,
+		// Every caller stops using the manager once it stops, so handing
+		// the Lease over at once is safe, and spares a rolling update the
+		// lease timeout.
+		LeaderElectionReleaseOnCancel: true,
+		WebhookServer:                 opts.WebhookServer,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, fmt.Errorf("adding the health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return nil, fmt.Errorf("adding the readiness check: %w", err)
+	}
+	if err := Setup(mgr, opts.Controller); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}
