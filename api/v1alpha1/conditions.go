@@ -34,15 +34,16 @@ const (
 	// FinalizerConflictReason (Ready=False): another policy already uses
 	// the same finalizer key for overlapping targets.
 	FinalizerConflictReason = "FinalizerConflict"
-	// ReleasingReason (Ready=False): the policy is being deleted and is
-	// removing its finalizer from the objects it guarded.
-	ReleasingReason = "Releasing"
 )
 
 // Reasons of status.blockedObjects and status.recentFailures entries.
 const (
-	// StepFailedReason: the step failed (webhook answer, failed Job, API
-	// error).
+	// StepInProgressReason (blockedObjects only): the step is running
+	// normally and has not finished yet.
+	StepInProgressReason = "StepInProgress"
+	// StepFailedReason: the step's last attempt failed, definitively (a
+	// webhook Failure or permanent 4xx, a failed Job) or transiently (a
+	// connection error, a 5xx, an API error); the message says which.
 	StepFailedReason = "StepFailed"
 	// StepTimedOutReason: the step's timeout passed.
 	StepTimedOutReason = "StepTimedOut"

@@ -72,7 +72,7 @@ func CacheOptions() cache.Options {
 func Setup(mgr ctrl.Manager, opts Options) error {
 	recorder := mgr.GetEventRecorder(Name)
 	index := policy.NewIndex()
-	targets := &target.Reconciler{Client: mgr.GetClient(), Index: index, Released: &target.Counters{}}
+	targets := &target.Reconciler{Client: mgr.GetClient(), Index: index}
 	if err := targets.SetupWithManager(mgr, opts.TargetWorkers); err != nil {
 		return err
 	}

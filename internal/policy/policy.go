@@ -80,6 +80,9 @@ type Policy struct {
 	Fingerprint string
 	Deadline    time.Duration
 	OnDeadline  teardownv1alpha1.DeadlineAction
+	// OnPolicyDeletion says what deleting the policy does to teardowns in
+	// progress.
+	OnPolicyDeletion teardownv1alpha1.PolicyDeletionAction
 	// Deleting is set when the policy object carries a deletionTimestamp.
 	Deleting bool
 }
@@ -119,6 +122,10 @@ func FromObject(obj client.Object) (*Policy, error) {
 	}
 	if pol.Attach == "" {
 		pol.Attach = teardownv1alpha1.AttachAutomatic
+	}
+	pol.OnPolicyDeletion = spec.OnPolicyDeletion
+	if pol.OnPolicyDeletion == "" {
+		pol.OnPolicyDeletion = teardownv1alpha1.PolicyDeletionFinish
 	}
 	if pol.OnDeadline == "" {
 		pol.OnDeadline = teardownv1alpha1.DeadlineBlock

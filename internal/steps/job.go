@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -103,10 +104,21 @@ func (r *Runner) createJob(ctx context.Context, pol *policy.Policy, step teardow
 	if nsObj.DeletionTimestamp != nil {
 		return transient(fmt.Errorf("namespace %s is terminating, so no Job can be created there; set job.namespace to run the cleanup elsewhere", ns))
 	}
+	job := NewJob(pol, step, t, ns)
+	if err := r.Client.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {
+		return transient(fmt.Errorf("creating Job %s/%s: %w", ns, name, err))
+	}
+	return pending(0, "started Job %s/%s", ns, name)
+}
+
+// NewJob is the Job a job step creates in namespace ns for target t: the
+// step's template, the target's identity in the environment, labels to find
+// it by, no TTL. The policy controller dry-runs it to validate the template.
+func NewJob(pol *policy.Policy, step teardownv1alpha1.Step, t Target, ns string) *batchv1.Job {
 	tmpl := step.Job.Template
 	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: name, Namespace: ns,
+			Name: JobName(string(pol.UID), string(t.Obj.GetUID()), step.Name), Namespace: ns,
 			Labels:      map[string]string{},
 			Annotations: map[string]string{},
 		},
@@ -118,7 +130,7 @@ func (r *Runner) createJob(ctx context.Context, pol *policy.Policy, step teardow
 	for k, v := range tmpl.Metadata.Annotations {
 		job.Annotations[k] = v
 	}
-	job.Labels[LabelPolicy] = pol.Ref.Name
+	job.Labels[LabelPolicy] = labelValue(pol.Ref.Name)
 	job.Labels[LabelTargetUID] = string(t.Obj.GetUID())
 	job.Labels[LabelStep] = step.Name
 	apiVersion, kind := t.GVK.ToAPIVersionAndKind()
@@ -143,10 +155,17 @@ func (r *Runner) createJob(ctx context.Context, pol *policy.Policy, step teardow
 	if pod.RestartPolicy == "" {
 		pod.RestartPolicy = corev1.RestartPolicyNever
 	}
-	if err := r.Client.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {
-		return transient(fmt.Errorf("creating Job %s/%s: %w", ns, name, err))
+	return job
+}
+
+// labelValue fits a name into a label value (63 characters): longer names
+// are cut and suffixed with a hash, so they stay distinct.
+func labelValue(name string) string {
+	if len(name) <= 63 {
+		return name
 	}
-	return pending(0, "started Job %s/%s", ns, name)
+	sum := sha256.Sum256([]byte(name))
+	return strings.TrimRight(name[:46], "-_.") + "-" + hex.EncodeToString(sum[:8])
 }
 
 func (r *Runner) removeJob(ctx context.Context, job *batchv1.Job) error {

@@ -34,6 +34,7 @@ import (
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/internal/policy"
+	"github.com/teardown-dev/teardown/pkg/finalizer"
 )
 
 // Path is where the webhook is served.
@@ -108,6 +109,17 @@ func (a *Attacher) Handle(ctx context.Context, req admission.Request) admission.
 		finalizers = append(finalizers, k)
 	}
 	metadata["finalizers"] = finalizers
+	// The same record the controller writes when it attaches: it is what
+	// lets the controller release the key later if the object stops
+	// matching (finalizer.Attached).
+	annotations, _ := metadata["annotations"].(map[string]any)
+	if annotations == nil {
+		annotations = map[string]any{}
+	}
+	for _, k := range keys {
+		annotations[finalizer.AttachedAnnotation(k)] = "true"
+	}
+	metadata["annotations"] = annotations
 	mutated, err := json.Marshal(doc)
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
@@ -190,7 +202,7 @@ func Rules(index *policy.Index, mapper meta.RESTMapper) []admissionregistrationv
 	seen := map[string]bool{}
 	var rules []admissionregistrationv1.RuleWithOperations
 	for _, pol := range index.All() {
-		if pol.Deleting || pol.Fin == nil || pol.Attach != teardownv1alpha1.AttachAutomatic {
+		if pol.Deleting || pol.Attach != teardownv1alpha1.AttachAutomatic {
 			continue
 		}
 		for _, t := range pol.Targets {

@@ -13,15 +13,17 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"slices"
 	"sync"
-	"sync/atomic"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -35,6 +37,7 @@ import (
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/internal/policy"
+	"github.com/teardown-dev/teardown/pkg/finalizer"
 )
 
 // Request names one target object of one kind.
@@ -43,34 +46,66 @@ type Request struct {
 	types.NamespacedName
 }
 
-// Reconciler runs every matching policy's finalizer on a target object.
+// Release causes, the cause label of teardown_finalizer_releases_total.
+const (
+	CauseUnmatched     = "unmatched"
+	CauseRetired       = "retired"
+	CausePolicyDeleted = "policy-deleted"
+)
+
+// maxBackoff caps the per-object backoff of a failing cleanup, so that a
+// cleanup that failed for a while is retried promptly once it can succeed.
+const maxBackoff = 30 * time.Second
+
+// Reconciler runs every serving policy's finalizers on a target object.
+//
+// Objects not being deleted (attach, release) and objects being deleted
+// (cleanup) go through two controllers with their own queues and workers:
+// slow cleanups never hold up guarding new objects.
 type Reconciler struct {
 	Client client.Client
 	Index  *policy.Index
-	// Released counts, per policy, finalizers removed without cleanup since
-	// the controller started; the policy status shows it.
-	Released *Counters
 
-	ctrl    controller.TypedController[Request]
-	resync  chan event.TypedGenericEvent[*metav1.PartialObjectMetadata]
-	mu      sync.Mutex
-	watched map[schema.GroupVersionKind]bool
+	attach, finalize *queue
+	mu               sync.Mutex
+	watched          map[schema.GroupVersionKind]bool
 }
 
-// SetupWithManager creates the controller; watches are added per kind by
-// EnsureWatch as policies come.
+// queue is one of the two controllers and the channel that resyncs it.
+type queue struct {
+	ctrl   controller.TypedController[Request]
+	resync chan event.TypedGenericEvent[*metav1.PartialObjectMetadata]
+}
+
+// SetupWithManager creates the controllers; watches are added per kind by
+// Watch as policies come.
 func (r *Reconciler) SetupWithManager(mgr manager.Manager, workers int) error {
 	r.watched = map[schema.GroupVersionKind]bool{}
-	r.resync = make(chan event.TypedGenericEvent[*metav1.PartialObjectMetadata], 1024)
-	c, err := controller.NewTyped[Request]("target", mgr, controller.TypedOptions[Request]{
+	var err error
+	if r.attach, err = r.newQueue(mgr, "target-attach", workers); err != nil {
+		return err
+	}
+	r.finalize, err = r.newQueue(mgr, "target-finalize", workers)
+	return err
+}
+
+func (r *Reconciler) newQueue(mgr manager.Manager, name string, workers int) (*queue, error) {
+	c, err := controller.NewTyped[Request](name, mgr, controller.TypedOptions[Request]{
 		Reconciler:              r,
 		MaxConcurrentReconciles: workers,
+		// Per-object exponential backoff, capped. Not the default's overall
+		// 10/s bucket as well: after an outage every waiting cleanup must be
+		// retried at once, not ten a second.
+		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[Request](5*time.Millisecond, maxBackoff),
 	})
 	if err != nil {
-		return fmt.Errorf("creating the target controller: %w", err)
+		return nil, fmt.Errorf("creating the %s controller: %w", name, err)
 	}
-	r.ctrl = c
-	return c.Watch(source.TypedChannel(r.resync, handler.TypedEnqueueRequestsFromMapFunc(toRequest)))
+	q := &queue{ctrl: c, resync: make(chan event.TypedGenericEvent[*metav1.PartialObjectMetadata], 1024)}
+	if err := c.Watch(source.TypedChannel(q.resync, handler.TypedEnqueueRequestsFromMapFunc(toRequest))); err != nil {
+		return nil, err
+	}
+	return q, nil
 }
 
 func toRequest(_ context.Context, obj *metav1.PartialObjectMetadata) []Request {
@@ -84,14 +119,19 @@ func (r *Reconciler) Watch(mgr manager.Manager, gvk schema.GroupVersionKind) err
 	if r.watched[gvk] {
 		return nil
 	}
-	obj := &metav1.PartialObjectMetadata{}
-	obj.SetGroupVersionKind(gvk)
-	src := source.TypedKind(mgr.GetCache(), obj, handler.TypedEnqueueRequestsFromMapFunc(
-		func(_ context.Context, o *metav1.PartialObjectMetadata) []Request {
-			return []Request{{GVK: gvk, NamespacedName: client.ObjectKeyFromObject(o)}}
-		}), relevantChange)
-	if err := r.ctrl.Watch(src); err != nil {
-		return fmt.Errorf("watching %s: %w", gvk, err)
+	for _, q := range []struct {
+		*queue
+		deleting bool
+	}{{r.attach, false}, {r.finalize, true}} {
+		obj := &metav1.PartialObjectMetadata{}
+		obj.SetGroupVersionKind(gvk)
+		src := source.TypedKind(mgr.GetCache(), obj, handler.TypedEnqueueRequestsFromMapFunc(
+			func(_ context.Context, o *metav1.PartialObjectMetadata) []Request {
+				return []Request{{GVK: gvk, NamespacedName: client.ObjectKeyFromObject(o)}}
+			}), relevantChange, deletingIs(q.deleting))
+		if err := q.ctrl.Watch(src); err != nil {
+			return fmt.Errorf("watching %s: %w", gvk, err)
+		}
 	}
 	r.watched[gvk] = true
 	return nil
@@ -109,6 +149,14 @@ var relevantChange = predicate.TypedFuncs[*metav1.PartialObjectMetadata]{
 	},
 }
 
+// deletingIs routes an object to the queue for its phase; deletions of the
+// object itself are of interest to neither.
+func deletingIs(deleting bool) predicate.TypedPredicate[*metav1.PartialObjectMetadata] {
+	return predicate.NewTypedPredicateFuncs(func(o *metav1.PartialObjectMetadata) bool {
+		return (o.DeletionTimestamp != nil) == deleting
+	})
+}
+
 // Resync queues every cached object of gvk, so a new or changed policy is
 // applied to objects that already exist.
 func (r *Reconciler) Resync(ctx context.Context, gvk schema.GroupVersionKind, opts ...client.ListOption) error {
@@ -121,8 +169,12 @@ func (r *Reconciler) Resync(ctx context.Context, gvk schema.GroupVersionKind, op
 	for i := range list.Items {
 		obj := &list.Items[i]
 		obj.SetGroupVersionKind(gvk)
+		q := r.attach
+		if obj.DeletionTimestamp != nil {
+			q = r.finalize
+		}
 		select {
-		case r.resync <- event.TypedGenericEvent[*metav1.PartialObjectMetadata]{Object: obj}:
+		case q.resync <- event.TypedGenericEvent[*metav1.PartialObjectMetadata]{Object: obj}:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -130,8 +182,7 @@ func (r *Reconciler) Resync(ctx context.Context, gvk schema.GroupVersionKind, op
 	return nil
 }
 
-// Reconcile applies each policy of the object's kind: attach or run cleanup
-// where it matches, release where it no longer does.
+// Reconcile applies every key of every policy serving the object's kind.
 func (r *Reconciler) Reconcile(ctx context.Context, req Request) (reconcile.Result, error) {
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(req.GVK)
@@ -148,78 +199,116 @@ func (r *Reconciler) Reconcile(ctx context.Context, req Request) (reconcile.Resu
 	}
 	var result reconcile.Result
 	var errs []error
-	for _, pol := range policies {
-		ctx := logf.IntoContext(ctx, logf.FromContext(ctx).WithValues("policy", pol.Ref.String()))
-		if pol.Deleting || pol.Fin == nil {
-			continue // the policy controller is releasing its objects
-		}
-		if !pol.Matches(req.GVK, obj, nsLabels) {
-			if err := r.releaseUnmatched(ctx, pol, obj); err != nil {
-				errs = append(errs, err)
-			}
+	for _, s := range policies {
+		if !s.InScope(obj) {
 			continue
 		}
-		out, err := pol.Fin.Reconcile(ctx, obj)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("policy %s: %w", pol.Ref, err))
-		}
-		if len(out.Released) > 0 {
-			r.Released.Add(pol.Ref, len(out.Released))
-		}
-		if out.RequeueAfter > 0 && (result.RequeueAfter == 0 || out.RequeueAfter < result.RequeueAfter) {
-			result.RequeueAfter = out.RequeueAfter
+		ctx := logf.IntoContext(ctx, logf.FromContext(ctx).WithValues("policy", s.Ref.String()))
+		for _, k := range s.Keys {
+			if !k.Serves(req.GVK) {
+				continue
+			}
+			after, err := r.apply(ctx, s, k, req.GVK, obj, nsLabels)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("policy %s, finalizer %s: %w", s.Ref, k.Key, err))
+			}
+			if after > 0 && (result.RequeueAfter == 0 || after < result.RequeueAfter) {
+				result.RequeueAfter = after
+			}
 		}
 	}
-	return result, errors.Join(errs...)
+	err = errors.Join(errs...)
+	if err != nil && !isCleanupError(err) && apiUnavailable(err) {
+		// The API server refused or missed a write (often the finalizer's
+		// removal after a successful cleanup): that says nothing about the
+		// cleanup, so it must not grow its backoff. Try again soon.
+		logf.FromContext(ctx).V(1).Info("API server unavailable; retrying", "err", err.Error())
+		return reconcile.Result{RequeueAfter: time.Second + rand.N(2*time.Second)}, nil
+	}
+	return result, err
 }
 
-// releaseUnmatched removes an automatically attached key from an object the
-// policy no longer selects. A Declared key belongs to the object's author,
-// not to the policy, and stays.
-func (r *Reconciler) releaseUnmatched(ctx context.Context, pol *policy.Policy, obj *metav1.PartialObjectMetadata) error {
-	if pol.Attach != teardownv1alpha1.AttachAutomatic || !slices.Contains(obj.Finalizers, pol.Key) {
-		return nil
+// apply brings obj along one key of one policy and says when to look again.
+func (r *Reconciler) apply(ctx context.Context, s *policy.Served, k policy.ServedKey, gvk schema.GroupVersionKind, obj *metav1.PartialObjectMetadata, nsLabels labels.Set) (time.Duration, error) {
+	matches := !k.Retired && s.Matches(gvk, obj, nsLabels)
+	carries := slices.Contains(obj.Finalizers, k.Key)
+	if obj.DeletionTimestamp == nil {
+		switch {
+		case s.Deleting:
+			return 0, nil // the policy controller releases what it guards
+		case matches:
+			out, err := k.Fin.Reconcile(ctx, obj)
+			return out.RequeueAfter, err
+		case carries && finalizer.Attached(obj, k.Key):
+			cause, why := CauseUnmatched, fmt.Sprintf("the object no longer matches %s", s.Ref)
+			if k.Retired {
+				cause, why = CauseRetired, fmt.Sprintf("%s no longer guards %s objects with this key", s.Ref, gvk.Kind)
+			}
+			return 0, r.release(ctx, s, k, obj, cause, why)
+		}
+		return 0, nil
 	}
-	removed, err := pol.Fin.Release(ctx, obj, pol.Key, "unmatched", fmt.Sprintf("the object no longer matches %s", pol.Ref))
+	// Being deleted: a teardown that started finishes, whatever edits and
+	// label changes came since; only a key this policy owns on this object
+	// is touched.
+	if !(matches || carries && Owns(s, k, gvk, obj, nsLabels)) {
+		return 0, nil
+	}
+	if carries && s.Deleting && s.OnPolicyDeletion == teardownv1alpha1.PolicyDeletionRelease {
+		return 0, r.release(ctx, s, k, obj, CausePolicyDeleted, fmt.Sprintf("%s was deleted and its onPolicyDeletion is Release", s.Ref))
+	}
+	out, err := k.Fin.Reconcile(ctx, obj)
+	if len(out.Released) > 0 {
+		s.Released.Add(int64(len(out.Released)))
+	}
+	return out.RequeueAfter, err
+}
+
+// Owns reports whether k on obj, which carries it, is the policy's to
+// remove: obj is in the policy's scope and of a kind k is served for, and
+// the policy's selectors match it, or Teardown attached k to it, or its
+// cleanup under k has started (a progress or step record). A key put there
+// by anyone else on an object the policy does not select is never touched.
+func Owns(s *policy.Served, k policy.ServedKey, gvk schema.GroupVersionKind, obj *metav1.PartialObjectMetadata, nsLabels labels.Set) bool {
+	if !s.InScope(obj) || !k.Serves(gvk) || !slices.Contains(obj.Finalizers, k.Key) {
+		return false
+	}
+	if !k.Retired && s.Matches(gvk, obj, nsLabels) || finalizer.Attached(obj, k.Key) {
+		return true
+	}
+	_, progress := obj.Annotations[finalizer.ProgressAnnotation(k.Key)]
+	return progress
+}
+
+func (r *Reconciler) release(ctx context.Context, s *policy.Served, k policy.ServedKey, obj *metav1.PartialObjectMetadata, cause, why string) error {
+	removed, err := k.Fin.Release(ctx, obj, k.Key, cause, why)
 	if err != nil {
-		return fmt.Errorf("releasing %s from %s: %w", pol.Key, klog.KObj(obj), err)
+		return fmt.Errorf("releasing %s: %w", klog.KObj(obj), err)
 	}
 	if removed {
-		r.Released.Add(pol.Ref, 1)
+		s.Released.Add(1)
 	}
 	return nil
 }
 
 // namespaceLabels reads the namespace's labels when a policy selects
 // namespaces; nil otherwise.
-func (r *Reconciler) namespaceLabels(ctx context.Context, ns string, policies []*policy.Policy) (labels.Set, error) {
-	if ns == "" || !slices.ContainsFunc(policies, func(p *policy.Policy) bool {
+func (r *Reconciler) namespaceLabels(ctx context.Context, ns string, policies []*policy.Served) (labels.Set, error) {
+	if ns == "" || !slices.ContainsFunc(policies, func(p *policy.Served) bool {
 		return slices.ContainsFunc(p.Targets, func(t policy.Target) bool { return t.NamespaceSelector != nil })
 	}) {
 		return nil, nil
 	}
+	return NamespaceLabels(ctx, r.Client, ns)
+}
+
+// NamespaceLabels reads a namespace's labels (from the cache when c is
+// cached).
+func NamespaceLabels(ctx context.Context, c client.Reader, ns string) (labels.Set, error) {
 	nsObj := &metav1.PartialObjectMetadata{}
 	nsObj.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
-	if err := r.Client.Get(ctx, client.ObjectKey{Name: ns}, nsObj); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Name: ns}, nsObj); err != nil {
 		return nil, fmt.Errorf("reading namespace %s: %w", ns, err)
 	}
 	return nsObj.Labels, nil
-}
-
-// Counters counts per policy.
-type Counters struct{ m sync.Map }
-
-// Add adds n to ref's count.
-func (c *Counters) Add(ref policy.Ref, n int) {
-	v, _ := c.m.LoadOrStore(ref, new(atomic.Int64))
-	v.(*atomic.Int64).Add(int64(n))
-}
-
-// Get returns ref's count.
-func (c *Counters) Get(ref policy.Ref) int64 {
-	v, ok := c.m.Load(ref)
-	if !ok {
-		return 0
-	}
-	return v.(*atomic.Int64).Load()
 }

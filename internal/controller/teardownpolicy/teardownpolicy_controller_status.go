@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -24,45 +25,39 @@ import (
 // maxBlockedObjects bounds status.blockedObjects, as the CRD does.
 const maxBlockedObjects = 20
 
-// reasonStepInProgress marks a blocked object whose current step is running
-// normally but has not finished.
-const reasonStepInProgress = "StepInProgress"
-
 // count fills the status counts from the metadata-only cache the target
 // controller already keeps: no extra API calls.
-func (r *Reconciler) count(ctx context.Context, pol *policy.Policy, status *teardownv1alpha1.TeardownPolicyStatus) error {
+func (r *Reconciler) count(ctx context.Context, s *policy.Served, status *teardownv1alpha1.TeardownPolicyStatus) error {
 	status.Guarded, status.Terminating, status.Blocked = 0, 0, 0
-	status.Released = int32(r.Targets.Released.Get(pol.Ref))
+	status.Released = int32(s.Released.Load())
 	var blocked []teardownv1alpha1.BlockedObject
 	var failures []teardownv1alpha1.StepFailure
-	seen := map[schema.GroupVersionKind]bool{}
-	for _, t := range pol.Targets {
-		if seen[t.GVK] {
-			continue
-		}
-		seen[t.GVK] = true
-		list := &metav1.PartialObjectMetadataList{}
-		list.SetGroupVersionKind(t.GVK.GroupVersion().WithKind(t.GVK.Kind + "List"))
-		// Read-only walk over the cache: no need for a copy of every object.
-		opts := append(scope(pol), client.UnsafeDisableDeepCopy)
-		if err := r.client.List(ctx, list, opts...); err != nil {
-			return fmt.Errorf("counting %s: %w", t.GVK.Kind, err)
-		}
-		for i := range list.Items {
-			obj := &list.Items[i]
-			if !slices.Contains(obj.Finalizers, pol.Key) {
-				continue
+	now := time.Now()
+	for _, k := range s.Keys {
+		for _, gvk := range k.Kinds {
+			list := &metav1.PartialObjectMetadataList{}
+			list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+			// Read-only walk over the cache: no need for a copy of every object.
+			opts := append(scope(s.Policy), client.UnsafeDisableDeepCopy)
+			if err := r.client.List(ctx, list, opts...); err != nil {
+				return fmt.Errorf("counting %s: %w", gvk.Kind, err)
 			}
-			status.Guarded++
-			if obj.DeletionTimestamp == nil {
-				continue
-			}
-			status.Terminating++
-			if b, failure, ok := blockedOn(pol, t.GVK, obj); ok {
-				status.Blocked++
-				blocked = append(blocked, b)
-				if failure != nil {
-					failures = append(failures, *failure)
+			for i := range list.Items {
+				obj := &list.Items[i]
+				if !slices.Contains(obj.Finalizers, k.Key) {
+					continue
+				}
+				status.Guarded++
+				if obj.DeletionTimestamp == nil {
+					continue
+				}
+				status.Terminating++
+				if b, failure, ok := blockedOn(s.Policy, k.Key, gvk, obj, now); ok {
+					status.Blocked++
+					blocked = append(blocked, b)
+					if failure != nil {
+						failures = append(failures, *failure)
+					}
 				}
 			}
 		}
@@ -82,14 +77,14 @@ func (r *Reconciler) count(ctx context.Context, pol *policy.Policy, status *tear
 	return nil
 }
 
-// blockedOn says what a terminating object's cleanup waits on, from the
-// progress and step records the cleanup keeps on it, and the failure when its
-// last attempt failed. An object without a record has not been attempted
-// yet, or finished at its first attempt.
-func blockedOn(pol *policy.Policy, gvk schema.GroupVersionKind, obj *metav1.PartialObjectMetadata) (teardownv1alpha1.BlockedObject, *teardownv1alpha1.StepFailure, bool) {
+// blockedOn says what a terminating object's cleanup under key waits on,
+// from the progress and step records the cleanup keeps on it, and the
+// failure when its last attempt failed. An object without a record has not
+// been attempted yet, or finished at its first attempt.
+func blockedOn(pol *policy.Policy, key string, gvk schema.GroupVersionKind, obj *metav1.PartialObjectMetadata, now time.Time) (teardownv1alpha1.BlockedObject, *teardownv1alpha1.StepFailure, bool) {
 	var progress *finalizer.Progress
 	for _, p := range finalizer.ReadProgress(obj) {
-		if p.Finalizer == pol.Key {
+		if p.Finalizer == key {
 			progress = &p
 		}
 	}
@@ -99,23 +94,25 @@ func blockedOn(pol *policy.Policy, gvk schema.GroupVersionKind, obj *metav1.Part
 	apiVersion, kind := gvk.ToAPIVersionAndKind()
 	b := teardownv1alpha1.BlockedObject{
 		Object:  teardownv1alpha1.ObjectReference{APIVersion: apiVersion, Kind: kind, Namespace: obj.Namespace, Name: obj.Name},
-		Reason:  reasonStepInProgress,
+		Reason:  teardownv1alpha1.StepInProgressReason,
 		Message: progress.Message,
 		Since:   *obj.DeletionTimestamp,
 	}
-	state := steps.ReadState(obj, pol.Key)
-	if state.Step < len(pol.Steps) {
-		b.Step = pol.Steps[state.Step].Name
-		if !state.Since.IsZero() {
-			b.Since = metav1.NewTime(state.Since)
-		}
+	pos := steps.Resume(obj, pol, key, now)
+	b.Step = pos.Step
+	if !pos.Since.IsZero() {
+		b.Since = metav1.NewTime(pos.Since)
 	}
 	var failure *teardownv1alpha1.StepFailure
 	switch {
 	case progress.DeadlineExceeded:
 		b.Reason = teardownv1alpha1.DeadlineExceededReason
+	case pos.TimedOut:
+		b.Reason = teardownv1alpha1.StepTimedOutReason
 	case progress.State == finalizer.StateRetry:
 		b.Reason = teardownv1alpha1.StepFailedReason
+	}
+	if b.Reason == teardownv1alpha1.StepFailedReason || b.Reason == teardownv1alpha1.StepTimedOutReason {
 		failure = &teardownv1alpha1.StepFailure{Object: b.Object, Step: b.Step, Reason: b.Reason,
 			Message: progress.Message, Time: metav1.NewTime(progress.Updated)}
 	}

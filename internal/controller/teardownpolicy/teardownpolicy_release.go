@@ -1,0 +1,139 @@
+/*
+Copyright 2026 The Teardown Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package teardownpolicy
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/teardown-dev/teardown/internal/controller/target"
+	"github.com/teardown-dev/teardown/internal/policy"
+	"github.com/teardown-dev/teardown/pkg/finalizer"
+)
+
+// releaseGuarded is the cleanup of a deleted policy. Objects not being
+// deleted are released: the policy's own key where Teardown attached it or
+// the object declares it and is selected, a retired key where Teardown
+// attached it. Objects already being deleted finish their cleanup first
+// (the target controller keeps running it), unless onPolicyDeletion says
+// Release. In a namespace being deleted nothing is released: everything in
+// it is about to be deleted and owed its cleanup.
+func (r *Reconciler) releaseGuarded(ctx context.Context, obj client.Object) finalizer.Result {
+	s, ok := r.Index.Get(refOf(obj))
+	if !ok || s.UID != obj.GetUID() {
+		// Never served, so it guards nothing.
+		return finalizer.Done()
+	}
+	terminating, err := r.namespaceTerminating(ctx, obj.GetNamespace())
+	if err != nil {
+		return finalizer.Retry(err)
+	}
+	if !terminating {
+		released, err := r.releaseLive(ctx, s)
+		s.Released.Add(int64(released))
+		if err != nil {
+			return finalizer.Retry(err)
+		}
+		if released > 0 && r.Recorder != nil {
+			r.Recorder.Eventf(obj, nil, "Normal", ReasonReleasedGuardedObjects, "Release",
+				"Policy deleted: removed its finalizer from %d object(s) not being deleted", released)
+		}
+	}
+	remaining, err := r.countOwned(ctx, s, terminating)
+	if err != nil {
+		return finalizer.Retry(err)
+	}
+	if remaining > 0 {
+		why := fmt.Sprintf("waiting for %d teardown(s) in progress to finish (onPolicyDeletion: %s)", remaining, s.OnPolicyDeletion)
+		if terminating {
+			why = fmt.Sprintf("namespace %s is being deleted: waiting for %d guarded object(s) to finish their cleanup", obj.GetNamespace(), remaining)
+		}
+		return finalizer.Pending(2*time.Second, why)
+	}
+	return finalizer.Done()
+}
+
+// releaseLive removes s's keys from the objects it owns them on that are
+// not being deleted.
+func (r *Reconciler) releaseLive(ctx context.Context, s *policy.Served) (int, error) {
+	released := 0
+	for _, k := range s.Keys {
+		for _, gvk := range k.Kinds {
+			release := func(o *metav1.PartialObjectMetadata) bool {
+				return o.DeletionTimestamp == nil && r.owns(ctx, s, k, gvk, o)
+			}
+			report, err := finalizer.DrainIf(ctx, r.direct, gvk, k.Key, release, scope(s.Policy)...)
+			released += len(report.Removed)
+			if err != nil {
+				if isNoMatch(err) {
+					continue // the kind is gone, and its objects with it
+				}
+				return released, fmt.Errorf("releasing %s objects: %w", gvk.Kind, err)
+			}
+		}
+	}
+	return released, nil
+}
+
+// countOwned counts the objects in scope on which s still owns a key: those
+// being deleted, or all of them in a namespace being deleted.
+func (r *Reconciler) countOwned(ctx context.Context, s *policy.Served, all bool) (int, error) {
+	n := 0
+	for _, k := range s.Keys {
+		for _, gvk := range k.Kinds {
+			list := &metav1.PartialObjectMetadataList{}
+			list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+			if err := r.direct.List(ctx, list, scope(s.Policy)...); err != nil {
+				if isNoMatch(err) {
+					continue
+				}
+				return 0, fmt.Errorf("listing %s: %w", gvk.Kind, err)
+			}
+			for i := range list.Items {
+				o := &list.Items[i]
+				if (all || o.DeletionTimestamp != nil) && r.owns(ctx, s, k, gvk, o) {
+					n++
+				}
+			}
+		}
+	}
+	return n, nil
+}
+
+// owns is target.Owns with the namespace labels read when needed. A
+// namespace that cannot be read counts as not selected: only what Teardown
+// attached or started is then owned.
+func (r *Reconciler) owns(ctx context.Context, s *policy.Served, k policy.ServedKey, gvk schema.GroupVersionKind, o *metav1.PartialObjectMetadata) bool {
+	nsLabels, _ := r.nsLabelsFor(ctx, s.Policy, o)
+	return target.Owns(s, k, gvk, o, nsLabels)
+}
+
+// namespaceTerminating reports whether ns (a namespaced policy's own) is
+// being deleted. Read from the API server: this decides whether objects are
+// released.
+func (r *Reconciler) namespaceTerminating(ctx context.Context, ns string) (bool, error) {
+	if ns == "" {
+		return false, nil
+	}
+	nsObj := &metav1.PartialObjectMetadata{}
+	nsObj.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "Namespace"})
+	if err := r.reader.Get(ctx, client.ObjectKey{Name: ns}, nsObj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, fmt.Errorf("reading namespace %s: %w", ns, err)
+	}
+	return nsObj.DeletionTimestamp != nil, nil
+}
+
+func isNoMatch(err error) bool { return meta.IsNoMatchError(err) }

@@ -1,0 +1,216 @@
+/*
+Copyright 2026 The Teardown Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package teardownpolicy
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/policy"
+	"github.com/teardown-dev/teardown/internal/steps"
+	"github.com/teardown-dev/teardown/pkg/finalizer"
+)
+
+// serve checks the policy against the cluster and, when it can be served,
+// puts it in force. It returns the Ready condition. A policy that cannot be
+// served leaves any earlier version of itself in force, so objects that
+// version guards are still cleaned up rather than stuck.
+func (r *Reconciler) serve(ctx context.Context, obj client.Object, pol *policy.Policy, polErr error) metav1.Condition {
+	if cond, ok := r.validate(ctx, pol, polErr); !ok {
+		return cond
+	}
+	if err := r.putInForce(ctx, pol, statusOf(obj)); err != nil {
+		return notReady(teardownv1alpha1.ForbiddenReason, "%s", err.Error())
+	}
+	return metav1.Condition{
+		Type: teardownv1alpha1.ReadyCondition, Status: metav1.ConditionTrue, Reason: teardownv1alpha1.ServingReason,
+		Message: fmt.Sprintf("guarding %d target kind(s) with finalizer %s (%s)", len(pol.Kinds()), pol.Key, pol.Attach),
+	}
+}
+
+// putInForce serves pol, with the keys earlier versions left on objects,
+// and records in status what is served: status.finalizer and status.kinds
+// for pol, status.retired for the rest. What an edit retires is worked out
+// from the status, not from memory, so a restart between an edit and its
+// first reconcile loses nothing.
+func (r *Reconciler) putInForce(ctx context.Context, pol *policy.Policy, status *teardownv1alpha1.TeardownPolicyStatus) error {
+	retired := retiredKeys(pol, status)
+	kinds := pol.Kinds()
+	for _, rk := range retired {
+		if !slices.Contains(kinds, rk.gvk) {
+			kinds = append(kinds, rk.gvk)
+		}
+	}
+	for _, gvk := range kinds {
+		if err := r.Targets.Watch(r.Manager, gvk); err != nil {
+			return err
+		}
+	}
+	retired, err := r.pruneRetired(ctx, pol, retired)
+	if err != nil {
+		return err
+	}
+	status.Finalizer = pol.Key
+	status.Kinds = nil
+	for _, gvk := range pol.Kinds() {
+		status.Kinds = append(status.Kinds, apiGVK(gvk))
+	}
+	status.Retired = nil
+	for _, rk := range retired {
+		status.Retired = append(status.Retired, teardownv1alpha1.RetiredKey{Finalizer: rk.key, GroupVersionKind: apiGVK(rk.gvk)})
+	}
+
+	current, ok := r.Index.Get(pol.Ref)
+	if ok && current.UID == pol.UID && current.Generation == pol.Generation && current.Deleting == pol.Deleting &&
+		slices.Equal(retiredOf(current), retired) {
+		return nil
+	}
+	served, err := r.newServed(pol, retired)
+	if err != nil {
+		return err
+	}
+	r.Index.Set(served)
+	// Existing objects, and the ones an earlier version guarded, get the
+	// new version applied (attached, released, or their cleanup resumed).
+	if ok {
+		for _, k := range current.Keys {
+			for _, gvk := range k.Kinds {
+				if !slices.Contains(kinds, gvk) {
+					kinds = append(kinds, gvk)
+				}
+			}
+		}
+	}
+	for _, gvk := range kinds {
+		if err := r.Targets.Resync(ctx, gvk, scope(pol)...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// retiredKey is a key an earlier version guarded objects of one kind with.
+type retiredKey struct {
+	key string
+	gvk schema.GroupVersionKind
+}
+
+// retiredKeys returns what the versions recorded in status guarded and pol
+// does not: the recorded retired keys, and the recorded version's key for
+// each recorded kind, less pol's own key and kinds.
+func retiredKeys(pol *policy.Policy, status *teardownv1alpha1.TeardownPolicyStatus) []retiredKey {
+	var out []retiredKey
+	add := func(key string, k teardownv1alpha1.GroupVersionKind) {
+		gv, err := schema.ParseGroupVersion(k.APIVersion)
+		if err != nil || key == "" {
+			return
+		}
+		rk := retiredKey{key: key, gvk: gv.WithKind(k.Kind)}
+		if rk.key == pol.Key && slices.Contains(pol.Kinds(), rk.gvk) || slices.Contains(out, rk) {
+			return
+		}
+		out = append(out, rk)
+	}
+	for _, rk := range status.Retired {
+		add(rk.Finalizer, rk.GroupVersionKind)
+	}
+	for _, k := range status.Kinds {
+		add(status.Finalizer, k)
+	}
+	return out
+}
+
+// pruneRetired drops the retired keys that no object in scope carries any
+// more. A retired key is never attached again, so once gone it stays gone.
+func (r *Reconciler) pruneRetired(ctx context.Context, pol *policy.Policy, retired []retiredKey) ([]retiredKey, error) {
+	var kept []retiredKey
+	for _, rk := range retired {
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(rk.gvk.GroupVersion().WithKind(rk.gvk.Kind + "List"))
+		if err := r.client.List(ctx, list, append(scope(pol), client.UnsafeDisableDeepCopy)...); err != nil {
+			if isNoMatch(err) {
+				continue // the kind is gone, and its objects with it
+			}
+			return nil, fmt.Errorf("listing %s for finalizer %s of an earlier version: %w", rk.gvk.Kind, rk.key, err)
+		}
+		if slices.ContainsFunc(list.Items, func(o metav1.PartialObjectMetadata) bool { return slices.Contains(o.Finalizers, rk.key) }) {
+			kept = append(kept, rk)
+		}
+	}
+	return kept, nil
+}
+
+func retiredOf(s *policy.Served) []retiredKey {
+	var out []retiredKey
+	for _, k := range s.Keys {
+		if !k.Retired {
+			continue
+		}
+		for _, gvk := range k.Kinds {
+			out = append(out, retiredKey{key: k.Key, gvk: gvk})
+		}
+	}
+	return out
+}
+
+func apiGVK(gvk schema.GroupVersionKind) teardownv1alpha1.GroupVersionKind {
+	apiVersion, kind := gvk.ToAPIVersionAndKind()
+	return teardownv1alpha1.GroupVersionKind{APIVersion: apiVersion, Kind: kind}
+}
+
+// newServed builds what serves pol: its own key, then each retired key with
+// the kinds it is retired for.
+func (r *Reconciler) newServed(pol *policy.Policy, retired []retiredKey) (*policy.Served, error) {
+	attach := finalizer.AttachAutomatic
+	if pol.Attach == teardownv1alpha1.AttachDeclared {
+		attach = finalizer.AttachDeclared
+	}
+	fin, err := r.finalizersFor(pol, pol.Key, attach)
+	if err != nil {
+		return nil, err
+	}
+	s := &policy.Served{Policy: pol, Keys: []policy.ServedKey{{Key: pol.Key, Kinds: pol.Kinds(), Fin: fin}}}
+	for _, rk := range retired {
+		i := slices.IndexFunc(s.Keys, func(k policy.ServedKey) bool { return k.Retired && k.Key == rk.key })
+		if i < 0 {
+			// Never attached again: Declared.
+			fin, err := r.finalizersFor(pol, rk.key, finalizer.AttachDeclared)
+			if err != nil {
+				return nil, err
+			}
+			s.Keys = append(s.Keys, policy.ServedKey{Key: rk.key, Retired: true, Fin: fin})
+			i = len(s.Keys) - 1
+		}
+		s.Keys[i].Kinds = append(s.Keys[i].Kinds, rk.gvk)
+	}
+	return s, nil
+}
+
+// finalizersFor builds the finalizer that runs pol's steps under key.
+func (r *Reconciler) finalizersFor(pol *policy.Policy, key string, attach finalizer.Attach) (*finalizer.Finalizers, error) {
+	fin := finalizer.New(finalizer.ForClient(r.client, r.reader), finalizer.WithEventRecorder(r.Recorder))
+	opts := []finalizer.RegisterOption{finalizer.WithAttach(attach), finalizer.WithAttemptTimeout(r.AttemptTimeout)}
+	if pol.Deadline > 0 {
+		expiry := finalizer.ExpiryBlock
+		if pol.OnDeadline == teardownv1alpha1.DeadlineRelease {
+			expiry = finalizer.ExpiryRelease
+		}
+		opts = append(opts, finalizer.WithDeadline(pol.Deadline, expiry))
+	}
+	run := finalizer.HandlerFunc(func(ctx context.Context, obj client.Object) finalizer.Result {
+		return r.Runner.Run(ctx, pol, key, steps.Target{GVK: obj.GetObjectKind().GroupVersionKind(), Obj: obj})
+	})
+	if err := fin.Register(key, run, opts...); err != nil {
+		return nil, err
+	}
+	return fin, nil
+}

@@ -1,0 +1,312 @@
+/*
+Copyright 2026 The Teardown Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package teardownpolicy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/controller/target"
+	"github.com/teardown-dev/teardown/internal/policy"
+	"github.com/teardown-dev/teardown/internal/steps"
+	"github.com/teardown-dev/teardown/pkg/finalizer"
+)
+
+func notReady(reason, format string, args ...any) metav1.Condition {
+	return metav1.Condition{Type: teardownv1alpha1.ReadyCondition, Status: metav1.ConditionFalse, Reason: reason, Message: fmt.Sprintf(format, args...)}
+}
+
+// validate checks a policy version against the cluster before it is put in
+// force. It returns ok, or the Ready condition that says what is wrong.
+func (r *Reconciler) validate(ctx context.Context, pol *policy.Policy, polErr error) (metav1.Condition, bool) {
+	var fieldErr *policy.FieldError
+	if errors.As(polErr, &fieldErr) {
+		return notReady(fieldErr.Reason, "%s", fieldErr.Error()), false
+	} else if polErr != nil {
+		return notReady(teardownv1alpha1.InvalidSelectorReason, "%s", polErr.Error()), false
+	}
+	if err := finalizer.ValidateName(pol.Key); err != nil {
+		return notReady(teardownv1alpha1.FinalizerConflictReason, "%s", err.Error()), false
+	}
+	needs, cond, ok := r.needs(pol)
+	if !ok {
+		return cond, false
+	}
+	if cond, ok := r.checkCluster(ctx, pol, needs); !ok {
+		return cond, false
+	}
+	if cond, ok := r.checkOwner(ctx, pol); !ok {
+		return cond, false
+	}
+	return r.checkForeignKey(ctx, pol)
+}
+
+// needs lists every permission pol needs from the controller; a kind the
+// API server does not serve makes the policy not Ready.
+func (r *Reconciler) needs(pol *policy.Policy) ([]access, metav1.Condition, bool) {
+	var needs []access
+	mapper := r.Manager.GetRESTMapper()
+	for i, t := range pol.Targets {
+		mapping, err := mapper.RESTMapping(t.GVK.GroupKind(), t.GVK.Version)
+		if err != nil {
+			return nil, notReady(teardownv1alpha1.UnknownKindReason, "spec.targets[%d]: %s is not served by the API server: %s", i, t.GVK, err), false
+		}
+		clusterScoped := mapping.Scope.Name() == meta.RESTScopeNameRoot
+		if clusterScoped && pol.Ref.Kind == policy.KindNamespaced {
+			return nil, notReady(teardownv1alpha1.ClusterScopedKindReason, "spec.targets[%d]: %s is cluster-scoped; only a ClusterTeardownPolicy can guard it", i, t.GVK.Kind), false
+		}
+		// One metadata-only informer per kind serves every policy, so
+		// watching is cluster-wide even for a namespaced policy.
+		what := fmt.Sprintf("spec.targets[%d]", i)
+		needs = append(needs, access{what, "list", mapping.Resource, ""}, access{what, "watch", mapping.Resource, ""},
+			access{what, "patch", mapping.Resource, pol.Ref.Namespace})
+	}
+	for i, s := range pol.Steps {
+		what := fmt.Sprintf("spec.steps[%d] (%s)", i, s.Name)
+		var resources []teardownv1alpha1.ResourceSelector
+		verbs := []string{"list"}
+		switch {
+		case s.Delete != nil:
+			resources, verbs = s.Delete.Resources, []string{"list", "delete"}
+		case s.Wait != nil:
+			resources = s.Wait.Resources
+		case s.Job != nil:
+			jobs := batchv1.SchemeGroupVersion.WithResource("jobs")
+			for _, verb := range []string{"get", "create", "delete"} {
+				needs = append(needs, access{what, verb, jobs, jobNamespace(pol, s.Job)})
+			}
+		}
+		for _, res := range resources {
+			gv, err := schema.ParseGroupVersion(res.APIVersion)
+			var mapping *meta.RESTMapping
+			if err == nil {
+				mapping, err = mapper.RESTMapping(gv.WithKind(res.Kind).GroupKind(), gv.Version)
+			}
+			if err != nil {
+				return nil, notReady(teardownv1alpha1.UnknownKindReason, "%s: %s %s is not served by the API server: %s", what, res.APIVersion, res.Kind, err), false
+			}
+			for _, verb := range verbs {
+				needs = append(needs, access{what, verb, mapping.Resource, pol.Ref.Namespace})
+			}
+		}
+	}
+	return needs, metav1.Condition{}, true
+}
+
+// jobNamespace is where a job step's Jobs run: its own namespace, else the
+// policy's (a ClusterTeardownPolicy's job step must name one; the API
+// refuses it otherwise).
+func jobNamespace(pol *policy.Policy, j *teardownv1alpha1.JobAction) string {
+	if j.Namespace != "" {
+		return j.Namespace
+	}
+	return pol.Ref.Namespace
+}
+
+// access is one permission a policy needs from the controller.
+type access struct {
+	what      string // the spec field that needs it
+	verb      string
+	resource  schema.GroupVersionResource
+	namespace string // empty: cluster-wide
+}
+
+// clusterCheckTTL is how long a policy version's checks against the
+// cluster are trusted before they are asked again: permissions and
+// admission rules change rarely, and each check is a few API calls.
+const clusterCheckTTL = 5 * time.Minute
+
+type clusterCheck struct {
+	generation int64
+	at         time.Time
+	// failed is the Ready condition when a check failed; nil when all
+	// passed.
+	failed *metav1.Condition
+}
+
+// checkCluster asks the API server whether the controller may do everything
+// the policy needs (SelfSubjectAccessReviews) and whether it accepts each
+// job step's Job (a server-side dry run), so that neither is found out only
+// when an object is deleted. The answer is cached per policy version for
+// clusterCheckTTL.
+func (r *Reconciler) checkCluster(ctx context.Context, pol *policy.Policy, needs []access) (metav1.Condition, bool) {
+	r.mu.Lock()
+	cached, ok := r.checks[pol.UID]
+	r.mu.Unlock()
+	if ok && cached.generation == pol.Generation && time.Since(cached.at) < clusterCheckTTL {
+		if cached.failed != nil {
+			return *cached.failed, false
+		}
+		return metav1.Condition{}, true
+	}
+	failed, err := r.firstFailedCheck(ctx, pol, needs)
+	if err != nil {
+		// Not cached: the next reconcile asks again.
+		return notReady(teardownv1alpha1.ForbiddenReason, "checking the policy against the cluster: %s", err), false
+	}
+	r.mu.Lock()
+	if r.checks == nil {
+		r.checks = map[types.UID]clusterCheck{}
+	}
+	r.checks[pol.UID] = clusterCheck{generation: pol.Generation, at: time.Now(), failed: failed}
+	r.mu.Unlock()
+	if failed != nil {
+		return *failed, false
+	}
+	return metav1.Condition{}, true
+}
+
+func (r *Reconciler) firstFailedCheck(ctx context.Context, pol *policy.Policy, needs []access) (*metav1.Condition, error) {
+	for _, need := range needs {
+		review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+			ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Verb: need.verb, Group: need.resource.Group, Version: need.resource.Version,
+				Resource: need.resource.Resource, Namespace: need.namespace,
+			},
+		}}
+		if err := r.direct.Create(ctx, review); err != nil {
+			return nil, err
+		}
+		if !review.Status.Allowed {
+			where := "cluster-wide"
+			if need.namespace != "" {
+				where = "in namespace " + need.namespace
+			}
+			c := notReady(teardownv1alpha1.ForbiddenReason,
+				"%s: the controller may not %s %s %s; grant it with a ClusterRole labelled teardown.dev/aggregate-to-controller: \"true\"",
+				need.what, need.verb, need.resource.GroupResource(), where)
+			return &c, nil
+		}
+	}
+	for i, s := range pol.Steps {
+		if s.Job == nil {
+			continue
+		}
+		if msg, err := r.dryRunJob(ctx, pol, s.Step); err != nil {
+			return nil, err
+		} else if msg != "" {
+			c := notReady(teardownv1alpha1.InvalidJobTemplateReason, "spec.steps[%d] (%s): the API server refuses its Job: %s", i, s.Name, msg)
+			return &c, nil
+		}
+	}
+	return nil, nil
+}
+
+// dryRunJob creates step's Job, as the step would for some target, with a
+// server-side dry run. It returns why the API server refused it; an error
+// when it could not tell.
+func (r *Reconciler) dryRunJob(ctx context.Context, pol *policy.Policy, step teardownv1alpha1.Step) (string, error) {
+	probe := steps.Target{GVK: corev1.SchemeGroupVersion.WithKind("ConfigMap"), Obj: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+		Name: "dry-run", Namespace: pol.Ref.Namespace, UID: "00000000-0000-0000-0000-000000000000"}}}
+	job := steps.NewJob(pol, step, probe, jobNamespace(pol, step.Job))
+	err := r.direct.Create(ctx, job, client.DryRunAll)
+	switch {
+	case err == nil, apierrors.IsAlreadyExists(err):
+		return "", nil
+	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err):
+		return err.Error(), nil
+	case apierrors.IsForbidden(err):
+		// RBAC was checked above; what is left is the namespace being
+		// terminated or a quota: about the moment, not the template.
+		return "", nil
+	}
+	return "", fmt.Errorf("dry run of the Job of step %s: %w", step.Name, err)
+}
+
+// checkOwner makes sure pol owns its key: of every policy whose key and
+// target kinds overlap it, only the oldest is served. Read from the policies
+// in the cache, so every replica and every restart decides alike.
+func (r *Reconciler) checkOwner(ctx context.Context, pol *policy.Policy) (metav1.Condition, bool) {
+	var claims []policy.Claim
+	namespaced := &teardownv1alpha1.TeardownPolicyList{}
+	if err := r.client.List(ctx, namespaced); err != nil {
+		return notReady(teardownv1alpha1.FinalizerConflictReason, "listing policies to find who owns finalizer %s: %s", pol.Key, err), false
+	}
+	for i := range namespaced.Items {
+		if c, ok := policy.ClaimOf(&namespaced.Items[i]); ok {
+			claims = append(claims, c)
+		}
+	}
+	cluster := &teardownv1alpha1.ClusterTeardownPolicyList{}
+	if err := r.client.List(ctx, cluster); err != nil {
+		return notReady(teardownv1alpha1.FinalizerConflictReason, "listing policies to find who owns finalizer %s: %s", pol.Key, err), false
+	}
+	for i := range cluster.Items {
+		if c, ok := policy.ClaimOf(&cluster.Items[i]); ok {
+			claims = append(claims, c)
+		}
+	}
+	mine := policy.Claim{Ref: pol.Ref, Created: pol.Created, Key: pol.Key, Kinds: pol.Kinds()}
+	if owner := policy.Owner(mine, claims); owner.Ref != pol.Ref {
+		return notReady(teardownv1alpha1.FinalizerConflictReason,
+			"%s, created earlier, owns finalizer %s for the same kinds; this policy is not served while it does", owner.Ref, pol.Key), false
+	}
+	return metav1.Condition{}, true
+}
+
+// checkForeignKey refuses an Automatic policy whose key is already on
+// objects it does not select and that Teardown never attached it to: the key
+// is another controller's (or a manifest's), and serving the policy would
+// take part in that controller's protocol.
+func (r *Reconciler) checkForeignKey(ctx context.Context, pol *policy.Policy) (metav1.Condition, bool) {
+	if pol.Attach != teardownv1alpha1.AttachAutomatic {
+		return metav1.Condition{}, true
+	}
+	served := &policy.Served{Policy: pol, Keys: []policy.ServedKey{{Key: pol.Key, Kinds: pol.Kinds()}}}
+	for _, gvk := range pol.Kinds() {
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		if err := r.client.List(ctx, list, append(scope(pol), client.UnsafeDisableDeepCopy)...); err != nil {
+			return notReady(teardownv1alpha1.ForbiddenReason, "listing %s: %s", gvk.Kind, err), false
+		}
+		for i := range list.Items {
+			obj := &list.Items[i]
+			if !slices.Contains(obj.Finalizers, pol.Key) {
+				continue
+			}
+			nsLabels, err := r.nsLabelsFor(ctx, pol, obj)
+			if err != nil {
+				return notReady(teardownv1alpha1.ForbiddenReason, "%s", err), false
+			}
+			if !target.Owns(served, served.Keys[0], gvk, obj, nsLabels) {
+				return notReady(teardownv1alpha1.FinalizerConflictReason,
+					"finalizer %s is on %s %s, which this policy does not select and Teardown did not put there: another controller or a manifest uses this key; choose another",
+					pol.Key, gvk.Kind, klog.KObj(obj)), false
+			}
+		}
+	}
+	return metav1.Condition{}, true
+}
+
+// nsLabelsFor reads obj's namespace labels when pol selects namespaces.
+func (r *Reconciler) nsLabelsFor(ctx context.Context, pol *policy.Policy, obj metav1.Object) (map[string]string, error) {
+	if obj.GetNamespace() == "" || !slices.ContainsFunc(pol.Targets, func(t policy.Target) bool { return t.NamespaceSelector != nil }) {
+		return nil, nil
+	}
+	return target.NamespaceLabels(ctx, r.client, obj.GetNamespace())
+}
+
+func scope(pol *policy.Policy) []client.ListOption {
+	if pol.Ref.Namespace == "" {
+		return nil
+	}
+	return []client.ListOption{client.InNamespace(pol.Ref.Namespace)}
+}
