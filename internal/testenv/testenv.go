@@ -64,6 +64,9 @@ type Env struct {
 	kcm        *exec.Cmd
 	kcmDone    chan error
 	tempDir    bool
+	// apiServer is the kube-apiserver RestartAPIServer started, if any.
+	apiServer     *exec.Cmd
+	apiServerDone chan struct{}
 }
 
 // Start starts etcd, kube-apiserver and kube-controller-manager, and returns
@@ -247,6 +250,7 @@ func (e *Env) Stop() error {
 			<-e.kcmDone
 		}
 	}
+	e.stopRestartedAPIServer()
 	if e.env != nil {
 		if err := e.env.Stop(); err != nil {
 			errs = append(errs, fmt.Errorf("stopping etcd and kube-apiserver: %w", err))
