@@ -16,6 +16,8 @@ KUBECTL ?= $(K8S_BIN)/kubectl
 IMG ?= teardown-controller:latest
 # How long make undeploy waits for the policies to release what they guard.
 UNDEPLOY_TIMEOUT ?= 5m
+# How long make fuzz runs each Fuzz function.
+FUZZTIME ?= 30s
 
 .DEFAULT_GOAL := help
 
@@ -83,6 +85,18 @@ bench-cli: control-plane plugin ## Time `kubectl teardown status` against the ku
 .PHONY: bench
 bench: control-plane ## Measure Teardown against the API server's raw limit and a kubebuilder-style controller (docs/performance.md; BENCH_ARGS=-quick for a short run).
 	$(GO) run ./bench/cmd/bench $(BENCH_ARGS)
+
+.PHONY: fuzz
+fuzz: ## Run every Fuzz function of the module for FUZZTIME (default 30s) each, one after another; failing inputs are kept in the package's testdata/fuzz.
+	@failed=; packages=$$($(GO) list -e -f '{{.ImportPath}}:{{.Dir}}' ./...); \
+	for entry in $$packages; do \
+		pkg=$${entry%%:*}; dir=$${entry#*:}; \
+		for fn in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$$dir"/*_test.go 2>/dev/null | sed 's/^func //' | sort -u); do \
+			echo "=== $$fn in $$pkg"; \
+			$(GO) test "$$pkg" -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) || failed="$$failed $$pkg.$$fn"; \
+		done; \
+	done; \
+	if [ -n "$$failed" ]; then echo "Failed:$$failed"; exit 1; fi
 
 .PHONY: build
 build: ## Build every package.

@@ -32,10 +32,7 @@ func TestMain(m *testing.M) {
 		// Re-executed by TestRestartMidCleanup as a controller process.
 		os.Exit(runChild())
 	}
-	flag.Parse()
-	if fuzzWorker := flag.Lookup("test.fuzzworker"); fuzzWorker != nil && fuzzWorker.Value.String() == "true" {
-		// A fuzzing worker runs only the Fuzz functions, which need no
-		// control plane; starting one per worker would only slow them.
+	if fuzzingOnly() {
 		os.Exit(m.Run())
 	}
 	testenv.Main(m, testenv.Options{}, func(e *testenv.Env) {
@@ -47,6 +44,20 @@ func TestMain(m *testing.M) {
 		}
 		cs = kubernetes.NewForConfigOrDie(cfg)
 	})
+}
+
+// fuzzingOnly reports whether this process only fuzzes (a fuzzing worker,
+// or go test -fuzz with -run '^$', as make fuzz runs it): the Fuzz functions
+// need no control plane, and starting one per process would only slow them.
+func fuzzingOnly() bool {
+	flag.Parse()
+	value := func(name string) string {
+		if f := flag.Lookup(name); f != nil {
+			return f.Value.String()
+		}
+		return ""
+	}
+	return value("test.fuzzworker") == "true" || (value("test.fuzz") != "" && value("test.run") == "^$" && value("test.bench") == "")
 }
 
 // configMap creates a ConfigMap carrying finalizers.
