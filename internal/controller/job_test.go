@@ -127,7 +127,7 @@ func TestFailedJobWithReleasePolicy(t *testing.T) {
 	finishJob(t, waitForJob(t, pol, cm), false)
 	testenv.Eventually(t, 20*time.Second, "the finalizer to be released", lacksFinalizer(cm, key))
 	note := waitForEvent(t, ns, cm.Name, finalizer.ReasonFinalizerReleased)
-	if !strings.Contains(note, "drain-agents failed") || !strings.Contains(note, "drain script exited 1") {
+	if !strings.Contains(note, "drain-agents: failed") || !strings.Contains(note, "drain script exited 1") {
 		t.Errorf("release Event says %q, want the step and the Job's failure", note)
 	}
 	got := &corev1.ConfigMap{}

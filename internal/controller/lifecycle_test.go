@@ -14,8 +14,10 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -42,10 +44,28 @@ func labelled(ns, name string, labels ...string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: l}}
 }
 
-// TestDeletedPolicyReleasesEveryObject: deleting a policy removes its
-// finalizer from every object it guarded, the Terminating ones included, so
-// nothing is left stuck; then the policy itself goes.
-func TestDeletedPolicyReleasesEveryObject(t *testing.T) {
+// satisfyNeverTrue makes neverTrue's condition hold in ns, so the
+// teardowns waiting on it finish.
+func satisfyNeverTrue(t *testing.T, ns string) {
+	t.Helper()
+	create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "now-it-matches", Namespace: ns, Labels: map[string]string{"never": "matches"}}})
+}
+
+// stillGuarded fails unless obj still carries key after a while: what was
+// meant to be let go or cut short would be gone by then.
+func stillGuarded(t *testing.T, obj client.Object, key, why string) {
+	t.Helper()
+	time.Sleep(2 * time.Second)
+	if ok, err := hasFinalizer(obj, key)(t.Context()); !ok || err != nil {
+		t.Fatalf("%s lost %s %s (err %v)", obj.GetName(), key, why, err)
+	}
+}
+
+// TestDeletedPolicyFinishesWhatItStarted: deleting a policy releases the
+// objects it guards that are not being deleted at once, but an object whose
+// teardown has started keeps its finalizer, and the policy its own, until
+// that cleanup succeeded; then both go.
+func TestDeletedPolicyFinishesWhatItStarted(t *testing.T) {
 	ns := testenv.NewNamespace(t, k8s)
 	pol := &teardownv1alpha1.TeardownPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: "sticky", Namespace: ns},
@@ -67,22 +87,173 @@ func TestDeletedPolicyReleasesEveryObject(t *testing.T) {
 		testenv.Eventually(t, 20*time.Second, "the finalizer on "+cm.Name, hasFinalizer(cm, key))
 	}
 	del(t, cms[0]) // stuck on the never-true step
-	time.Sleep(time.Second)
-	if ok, _ := hasFinalizer(cms[0], key)(t.Context()); !ok {
-		t.Fatal("the Terminating object lost its finalizer before the policy was deleted")
-	}
+	stillGuarded(t, cms[0], key, "before the policy was deleted")
 
 	del(t, pol)
-	testenv.Eventually(t, 20*time.Second, "the policy to be gone", testenv.Gone(k8s, pol))
-	testenv.Eventually(t, 20*time.Second, "the Terminating object to be gone", testenv.Gone(k8s, cms[0]))
 	for _, cm := range cms[1:] {
-		if ok, err := hasFinalizer(cm, key)(t.Context()); ok || err != nil {
-			t.Errorf("%s still carries %s after its policy was deleted (err %v)", cm.Name, key, err)
-		}
+		testenv.Eventually(t, 20*time.Second, cm.Name+" released", lacksFinalizer(cm, key))
 	}
 	note := waitForEvent(t, ns, pol.Name, "ReleasedGuardedObjects")
-	if !strings.Contains(note, "from 5 object(s)") {
-		t.Errorf("policy Event says %q, want 5 objects released", note)
+	if !strings.Contains(note, "from 4 object(s)") {
+		t.Errorf("policy Event says %q, want 4 objects released", note)
+	}
+	stillGuarded(t, cms[0], key, "when its policy was deleted mid-teardown")
+	if ok, _ := hasFinalizer(pol, "teardown.dev/release-guarded-objects")(t.Context()); !ok {
+		t.Fatal("the policy went while a teardown it started was in progress")
+	}
+	satisfyNeverTrue(t, ns)
+	testenv.Eventually(t, 20*time.Second, "the Terminating object to be gone once its cleanup succeeded", testenv.Gone(k8s, cms[0]))
+	testenv.Eventually(t, 20*time.Second, "the policy to be gone", testenv.Gone(k8s, pol))
+}
+
+// TestDeletedPolicyWithReleaseLetsGo: onPolicyDeletion: Release lets the
+// objects being torn down go at once, each with a FinalizerReleased Event.
+func TestDeletedPolicyWithReleaseLetsGo(t *testing.T) {
+	ns := testenv.NewNamespace(t, k8s)
+	pol := &teardownv1alpha1.TeardownPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "letgo", Namespace: ns},
+		Spec: teardownv1alpha1.TeardownPolicySpec{
+			Targets:          []teardownv1alpha1.Target{{APIVersion: "v1", Kind: "ConfigMap", Selector: selector("app", "letgo")}},
+			Steps:            []teardownv1alpha1.Step{neverTrue()},
+			OnPolicyDeletion: teardownv1alpha1.PolicyDeletionRelease,
+		},
+	}
+	create(t, pol)
+	mustBeReady(t, pol)
+	key := ns + ".teardown.dev/letgo"
+	cm := labelled(ns, "cm", "app", "letgo")
+	create(t, cm)
+	testenv.Eventually(t, 20*time.Second, "the finalizer", hasFinalizer(cm, key))
+	del(t, cm)
+	stillGuarded(t, cm, key, "before the policy was deleted")
+	del(t, pol)
+	testenv.Eventually(t, 20*time.Second, "the Terminating object to be gone", testenv.Gone(k8s, cm))
+	testenv.Eventually(t, 20*time.Second, "the policy to be gone", testenv.Gone(k8s, pol))
+	note := waitForEvent(t, ns, cm.Name, finalizer.ReasonFinalizerReleased)
+	if !strings.Contains(note, "onPolicyDeletion is Release") {
+		t.Errorf("release Event says %q, want onPolicyDeletion named", note)
+	}
+}
+
+// TestStartedTeardownOutlivesEdits: once an object is being deleted, its
+// labels changing, its policy's selector narrowing and its policy's key
+// changing do not cut its cleanup short: it keeps its key until the cleanup
+// succeeded. The edited-away key is served as retired, shown in status,
+// and dropped from status once no object carries it.
+func TestStartedTeardownOutlivesEdits(t *testing.T) {
+	ns := testenv.NewNamespace(t, k8s)
+	pol := &teardownv1alpha1.TeardownPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "steady", Namespace: ns},
+		Spec: teardownv1alpha1.TeardownPolicySpec{
+			Finalizer: "old.example.com/steady",
+			Targets:   []teardownv1alpha1.Target{{APIVersion: "v1", Kind: "ConfigMap", Selector: selector("app", "steady")}},
+			Steps:     []teardownv1alpha1.Step{neverTrue()},
+		},
+	}
+	create(t, pol)
+	mustBeReady(t, pol)
+	relabelled, narrowed, rekeyed := labelled(ns, "relabelled", "app", "steady"), labelled(ns, "narrowed", "app", "steady", "tier", "a"),
+		labelled(ns, "rekeyed", "app", "steady", "tier", "b")
+	for _, cm := range []*corev1.ConfigMap{relabelled, narrowed, rekeyed} {
+		create(t, cm)
+		testenv.Eventually(t, 20*time.Second, "the finalizer on "+cm.Name, hasFinalizer(cm, "old.example.com/steady"))
+		del(t, cm)
+	}
+	if err := k8s.Patch(t.Context(), relabelled, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"app":"other"}}}`))); err != nil {
+		t.Fatal(err)
+	}
+	stillGuarded(t, relabelled, "old.example.com/steady", "when its labels stopped matching mid-teardown")
+
+	edit := func(change func(*teardownv1alpha1.TeardownPolicySpec)) {
+		t.Helper()
+		if err := k8s.Get(t.Context(), client.ObjectKeyFromObject(pol), pol); err != nil {
+			t.Fatal(err)
+		}
+		change(&pol.Spec)
+		if err := k8s.Update(t.Context(), pol); err != nil {
+			t.Fatal(err)
+		}
+		mustBeReady(t, pol)
+	}
+	edit(func(s *teardownv1alpha1.TeardownPolicySpec) { s.Targets[0].Selector = selector("app", "steady", "tier", "b") })
+	stillGuarded(t, narrowed, "old.example.com/steady", "when the selector was narrowed mid-teardown")
+
+	edit(func(s *teardownv1alpha1.TeardownPolicySpec) { s.Finalizer = "new.example.com/steady" })
+	stillGuarded(t, rekeyed, "old.example.com/steady", "when the policy's key changed mid-teardown")
+	testenv.Eventually(t, 20*time.Second, "status.retired to list the old key", func(ctx context.Context) (bool, error) {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(pol), pol); err != nil {
+			return false, err
+		}
+		return pol.Status.Finalizer == "new.example.com/steady" && len(pol.Status.Retired) == 1 &&
+			pol.Status.Retired[0].Finalizer == "old.example.com/steady" && pol.Status.Retired[0].Kind == "ConfigMap", nil
+	})
+
+	satisfyNeverTrue(t, ns)
+	for _, cm := range []*corev1.ConfigMap{relabelled, narrowed, rekeyed} {
+		testenv.Eventually(t, 30*time.Second, cm.Name+" gone once its cleanup succeeded", testenv.Gone(k8s, cm))
+	}
+	testenv.Eventually(t, 30*time.Second, "the retired key to leave the status", func(ctx context.Context) (bool, error) {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(pol), pol); err != nil {
+			return false, err
+		}
+		return len(pol.Status.Retired) == 0, nil
+	})
+}
+
+// TestForeignKeyIsNeverStripped: a policy naming a key that another
+// controller put on objects it does not select is not Ready and never
+// removes that key, from objects being deleted or not.
+func TestForeignKeyIsNeverStripped(t *testing.T) {
+	ns := testenv.NewNamespace(t, k8s)
+	const key = "example.com/other-operator"
+	theirs, going := labelled(ns, "theirs", "owner", "other"), labelled(ns, "going", "owner", "other")
+	for _, cm := range []*corev1.ConfigMap{theirs, going} {
+		cm.Finalizers = []string{key}
+		create(t, cm)
+	}
+	del(t, going)
+	pol := &teardownv1alpha1.TeardownPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "grabby", Namespace: ns},
+		Spec: teardownv1alpha1.TeardownPolicySpec{
+			Finalizer: key,
+			Targets:   []teardownv1alpha1.Target{{APIVersion: "v1", Kind: "ConfigMap", Selector: selector("matches", "nothing")}},
+		},
+	}
+	create(t, pol)
+	if c := ready(t, pol); c.Status != metav1.ConditionFalse || c.Reason != teardownv1alpha1.FinalizerConflictReason || !strings.Contains(c.Message, "another controller") {
+		t.Errorf("Ready = %s %s %q, want False FinalizerConflict naming another controller", c.Status, c.Reason, c.Message)
+	}
+	stillGuarded(t, theirs, key, "to a policy that does not select it")
+	stillGuarded(t, going, key, "while being deleted, to a policy that does not select it")
+	// Cleanup for the test namespace: play the other operator.
+	for _, cm := range []*corev1.ConfigMap{theirs, going} {
+		if err := finalizer.Remove(t.Context(), finalizer.ForClient(k8s, k8s), cm, key); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestInvalidJobTemplateIsFoundUpFront: a job step whose Job the API
+// server refuses makes the policy not Ready when it is served, not when an
+// object is deleted.
+func TestInvalidJobTemplateIsFoundUpFront(t *testing.T) {
+	ns := testenv.NewNamespace(t, k8s)
+	pol := &teardownv1alpha1.TeardownPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "bad-job", Namespace: ns},
+		Spec: teardownv1alpha1.TeardownPolicySpec{
+			Targets: []teardownv1alpha1.Target{{APIVersion: "v1", Kind: "ConfigMap", Selector: selector("job", "bad")}},
+			Steps: []teardownv1alpha1.Step{{Name: "drain", Job: &teardownv1alpha1.JobAction{Template: teardownv1alpha1.JobTemplate{
+				Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+					// A container without an image: the API server refuses the Job.
+					Containers: []corev1.Container{{Name: "drain", Command: []string{"true"}}},
+				}}},
+			}}}},
+		},
+	}
+	create(t, pol)
+	c := ready(t, pol)
+	if c.Status != metav1.ConditionFalse || c.Reason != teardownv1alpha1.InvalidJobTemplateReason || !strings.Contains(c.Message, "image") {
+		t.Errorf("Ready = %s %s %q, want False InvalidJobTemplate about the image", c.Status, c.Reason, c.Message)
 	}
 }
 
@@ -158,7 +329,11 @@ func TestPolicyDeadline(t *testing.T) {
 	if pol.Status.Guarded != 1 || pol.Status.Terminating != 1 {
 		t.Errorf("status counts guarded=%d terminating=%d, want 1 and 1", pol.Status.Guarded, pol.Status.Terminating)
 	}
-	// Deleting the policy releases it.
+	// Deleting the policy releases it when the policy says so.
+	pol.Spec.OnPolicyDeletion = teardownv1alpha1.PolicyDeletionRelease
+	if err := k8s.Update(t.Context(), pol); err != nil {
+		t.Fatal(err)
+	}
 	del(t, pol)
 	testenv.Eventually(t, 20*time.Second, "the Block object to be gone once its policy is deleted", testenv.Gone(k8s, blocked))
 }
