@@ -111,7 +111,13 @@ func TestYAMLExamples(t *testing.T) {
 					t.Errorf("%s is neither an object nor a status excerpt:\n%s", where, doc)
 					continue
 				}
-				if ns := obj.GetNamespace(); ns != "" {
+				// The namespaces an example lives in or runs its Jobs in exist,
+				// as they would in a reader's cluster.
+				jobNamespaces, _, _ := unstructured.NestedSlice(obj.Object, "spec", "steps")
+				for _, ns := range append([]string{obj.GetNamespace()}, namespacesOfJobs(jobNamespaces)...) {
+					if ns == "" {
+						continue
+					}
 					err := k8s.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 					if err != nil && !apierrors.IsAlreadyExists(err) {
 						t.Fatal(err)
@@ -131,6 +137,18 @@ func TestYAMLExamples(t *testing.T) {
 	for _, pol := range policies {
 		ready(t, pol)
 	}
+}
+
+// namespacesOfJobs returns the job.namespace of each step.
+func namespacesOfJobs(steps []any) []string {
+	var out []string
+	for _, s := range steps {
+		step, _ := s.(map[string]any)
+		if ns, ok, _ := unstructured.NestedString(step, "job", "namespace"); ok {
+			out = append(out, ns)
+		}
+	}
+	return out
 }
 
 // checkFitsTypes fails if the stored policy has fields the Go types lack.

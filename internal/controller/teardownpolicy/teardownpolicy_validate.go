@@ -221,7 +221,8 @@ func (r *Reconciler) dryRunJob(ctx context.Context, pol *policy.Policy, step tea
 	switch {
 	case err == nil, apierrors.IsAlreadyExists(err):
 		return "", nil
-	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err):
+	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err), apierrors.IsNotFound(err):
+		// NotFound: the namespace the Jobs would run in does not exist.
 		return err.Error(), nil
 	case apierrors.IsForbidden(err):
 		// RBAC was checked above; what is left is the namespace being
