@@ -37,6 +37,7 @@ type ClusterTeardownPolicy struct {
 	// spec says which objects to guard and how to tear them down.
 	// +required
 	// +kubebuilder:validation:XValidation:rule="!has(self.steps) || self.steps.all(s, !has(s.job) || has(s.job.__namespace__))",message="a job step of a ClusterTeardownPolicy must set job.namespace, the namespace its Job runs in"
+	// +kubebuilder:validation:XValidation:rule="!has(self.serviceAccountName)",message="a ClusterTeardownPolicy acts as the controller: serviceAccountName is for TeardownPolicy"
 	Spec TeardownPolicySpec `json:"spec"`
 
 	// status is what the controller observed and did; it writes it, users

@@ -126,6 +126,21 @@ type TeardownPolicySpec struct {
 	// +kubebuilder:default=Block
 	OnDeadline DeadlineAction `json:"onDeadline,omitempty"`
 
+	// serviceAccountName names the ServiceAccount of a TeardownPolicy's
+	// namespace whose identity every step acts with: the controller
+	// impersonates it for every read, write and delete of its steps and
+	// creates its Jobs as it, and the Jobs' pods run as it. The policy
+	// guards only objects that ServiceAccount may patch; what it lacks is
+	// reported in the Ready condition before anything is guarded. Unset
+	// means the controller's --default-service-account ("default" unless
+	// the operator changed it). A ClusterTeardownPolicy acts as the
+	// controller and may not set it.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+
 	// onPolicyDeletion says what deleting this policy does to guarded
 	// objects that are already being deleted. Finish (the default): their
 	// cleanup runs to the end (or to their deadline) under the version of
@@ -308,6 +323,31 @@ type WebhookAction struct {
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) > duration('0s') && duration(self) <= duration('5m')",message="webhook timeout must be a positive duration of at most 5m, such as 10s"
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
+
+	// signingSecretRef names a key of a Secret holding the shared secret
+	// the controller signs each request with (HMAC-SHA256 over the
+	// timestamp and the body, in the Teardown-Signature header), so the
+	// receiver can check who called. The Secret is in the policy's
+	// namespace for a TeardownPolicy (read as its ServiceAccount), in the
+	// controller's namespace for a ClusterTeardownPolicy.
+	// +optional
+	SigningSecretRef *SecretKeyReference `json:"signingSecretRef,omitempty"`
+}
+
+// SecretKeyReference names a key of a Secret.
+type SecretKeyReference struct {
+	// name is the Secret's name.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// key is the key in the Secret's data; "secret" by default.
+	// +optional
+	// +kubebuilder:default=secret
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Key string `json:"key,omitempty"`
 }
 
 // ServiceReference names a port of an in-cluster Service.
