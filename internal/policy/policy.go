@@ -83,6 +83,9 @@ type Policy struct {
 	// OnPolicyDeletion says what deleting the policy does to teardowns in
 	// progress.
 	OnPolicyDeletion teardownv1alpha1.PolicyDeletionAction
+	// ServiceAccountName is spec.serviceAccountName: the ServiceAccount a
+	// TeardownPolicy's steps act as (steps.Identities applies the default).
+	ServiceAccountName string
 	// Deleting is set when the policy object carries a deletionTimestamp.
 	Deleting bool
 }
@@ -115,7 +118,7 @@ func FromObject(obj client.Object) (*Policy, error) {
 		Created: obj.GetCreationTimestamp().Time,
 		Key:     spec.Finalizer, Attach: spec.Attach,
 		OnDeadline: spec.OnDeadline, Deleting: obj.GetDeletionTimestamp() != nil,
-		Fingerprint: Fingerprint(spec.Steps),
+		Fingerprint: Fingerprint(spec.Steps), ServiceAccountName: spec.ServiceAccountName,
 	}
 	if pol.Key == "" {
 		pol.Key = DefaultKey(ref)

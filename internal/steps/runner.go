@@ -49,6 +49,9 @@ const maxRetryAfter = 10 * time.Minute
 type Runner struct {
 	Client client.Client
 	Reader client.Reader
+	// Identities gives each policy's steps their identity (identity.go);
+	// nil means every step acts as the controller (Client, Reader).
+	Identities *Identities
 	Mapper meta.RESTMapper
 	HTTP   *HTTPClients
 	// Now is the clock; nil means time.Now.
