@@ -38,8 +38,9 @@ import (
 // for example one built from another commit.
 const BinaryEnv = "TEARDOWN_CONTROLLER_BIN"
 
-// LeaseAcquired is the line client-go's leader election logs when a replica
-// becomes the leader.
+// LeaseAcquired is what client-go's leader election logs when a replica
+// becomes the leader (compared without case: its capitalisation changed
+// across client-go versions).
 const LeaseAcquired = "successfully acquired lease"
 
 var (
@@ -370,7 +371,7 @@ func (c *Controller) currentLog() []byte {
 // IsLeader says whether the current run has acquired the leader-election
 // Lease (and is still running).
 func (c *Controller) IsLeader() bool {
-	return c.Running() && bytes.Contains(c.currentLog(), []byte(LeaseAcquired))
+	return c.Running() && bytes.Contains(bytes.ToLower(c.currentLog()), []byte(LeaseAcquired))
 }
 
 // LogContains says whether the current run's output contains s.
