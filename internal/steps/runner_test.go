@@ -163,7 +163,7 @@ func newFixture(t *testing.T, funcs interceptor.Funcs, objs ...client.Object) *f
 	}
 	f.client = fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(append(objs, cm)...).WithInterceptorFuncs(funcs).Build()
 	f.target = Target{GVK: corev1.SchemeGroupVersion.WithKind("ConfigMap"), Obj: cm}
-	f.runner = &Runner{Client: f.client, Reader: f.client, HTTP: NewHTTPClients(), Now: f.clock.Now}
+	f.runner = &Runner{Client: f.client, Reader: f.client, HTTP: testClients(), Now: f.clock.Now}
 	return f
 }
 

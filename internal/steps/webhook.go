@@ -19,6 +19,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -104,6 +105,13 @@ func (r *Runner) webhook(ctx context.Context, pol *policy.Policy, key string, st
 		return transient(err)
 	}
 	shown := redactURL(target)
+	if err := r.HTTP.checkDestination(w); err != nil {
+		var destErr *DestinationError
+		if errors.As(err, &destErr) {
+			return failed(&callError{url: shown, err: err})
+		}
+		return transient(err)
+	}
 	httpClient, err := r.HTTP.forCABundle(w.CABundle)
 	if err != nil {
 		return transient(err)
@@ -116,6 +124,12 @@ func (r *Runner) webhook(ctx context.Context, pol *policy.Policy, key string, st
 	if err != nil {
 		return transient(fmt.Errorf("encoding the request: %w", err))
 	}
+	var secret []byte
+	if w.SigningSecretRef != nil {
+		if secret, err = r.signingSecret(ctx, pol, w.SigningSecretRef); err != nil {
+			return transient(err)
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
@@ -123,8 +137,18 @@ func (r *Runner) webhook(ctx context.Context, pol *policy.Policy, key string, st
 		return transient(fmt.Errorf("building the request to %s: %w", shown, err))
 	}
 	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(DeliveryHeader, deliveryID())
+	if secret != nil {
+		req.Header.Set(SignatureHeader, Signature(secret, r.now(), body))
+	}
 	resp, err := httpClient.Do(req)
 	if err != nil {
+		var destErr *DestinationError
+		if errors.As(err, &destErr) {
+			// The guard refused every address the name resolved to: the
+			// same URL is refused on every call.
+			return failed(&callError{url: shown, err: err})
+		}
 		return transient(&callError{url: shown, err: err})
 	}
 	defer resp.Body.Close()
@@ -412,6 +436,7 @@ func (e *callError) Unwrap() error { return e.err }
 
 func describeCallError(err error) string {
 	var (
+		destErr     *DestinationError
 		dnsErr      *net.DNSError
 		unknownCA   x509.UnknownAuthorityError
 		hostnameErr x509.HostnameError
@@ -420,6 +445,8 @@ func describeCallError(err error) string {
 		netErr      net.Error
 	)
 	switch {
+	case errors.As(err, &destErr):
+		return destErr.Error()
 	case errors.Is(err, context.DeadlineExceeded):
 		return "timed out"
 	case errors.Is(err, context.Canceled):
@@ -452,15 +479,29 @@ func describeCallError(err error) string {
 	}
 }
 
-// HTTPClients keeps one HTTP client per CA bundle, so connections are reused
-// across calls and certificates are parsed once.
+// HTTPClients is the webhook steps' side of the network: one HTTP client per
+// CA bundle, so connections are reused across calls and certificates are
+// parsed once, every one dialling through the destination guard
+// (webhook_dial.go); the operator's WebhookOptions; and the signing secrets
+// read lately (webhook_sign.go).
 type HTTPClients struct {
+	opts    WebhookOptions
+	secrets secretCache
+
 	mu      sync.Mutex
 	clients map[[32]byte]*http.Client
 }
 
-// NewHTTPClients returns an empty set of clients.
-func NewHTTPClients() *HTTPClients { return &HTTPClients{clients: map[[32]byte]*http.Client{}} }
+// NewHTTPClients returns an empty set of clients with the default options:
+// https only, no loopback, link-local, metadata or unspecified destination.
+func NewHTTPClients() *HTTPClients { return NewWebhookClients(WebhookOptions{}) }
+
+// NewWebhookClients returns an empty set of clients with the operator's
+// options.
+func NewWebhookClients(opts WebhookOptions) *HTTPClients {
+	opts.AllowedCIDRs = slices.Clone(opts.AllowedCIDRs)
+	return &HTTPClients{opts: opts, clients: map[[32]byte]*http.Client{}}
+}
 
 func (h *HTTPClients) forCABundle(caBundle []byte) (*http.Client, error) {
 	key := sha256.Sum256(caBundle)
@@ -473,6 +514,11 @@ func (h *HTTPClients) forCABundle(caBundle []byte) (*http.Client, error) {
 	// Every target worker may call the same webhook at once: keep that many
 	// connections open instead of http's default of 2 per host.
 	transport.MaxIdleConns, transport.MaxIdleConnsPerHost = 256, 64
+	// Every connection, TLS or not, is dialled through the guard.
+	transport.DialContext = dialContext(h.opts.AllowedCIDRs)
+	// No proxy from the environment: a proxy would connect to the
+	// destination on the controller's behalf, out of the guard's sight.
+	transport.Proxy = nil
 	if len(caBundle) > 0 {
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(caBundle) {

@@ -167,7 +167,7 @@ func TestWebhookNeverFollowsRedirects(t *testing.T) {
 		http.Redirect(w, r, internal.URL+"/latest/meta-data/iam/credentials", http.StatusFound)
 	}))
 	defer redirector.Close()
-	r := &Runner{HTTP: NewHTTPClients()}
+	r := &Runner{HTTP: testClients()}
 	url := redirector.URL + "/cleanup?token=abc"
 	step := teardownv1alpha1.Step{Name: "notify", Webhook: &teardownv1alpha1.WebhookAction{URL: &url}}
 	obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: "ns", UID: "u1"}}
@@ -191,7 +191,7 @@ func TestWebhookCallErrorsAreTransientAndWrapped(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	url := srv.URL + "/cleanup?token=abc"
 	srv.Close() // nothing listens any more
-	r := &Runner{HTTP: NewHTTPClients()}
+	r := &Runner{HTTP: testClients()}
 	step := teardownv1alpha1.Step{Name: "notify", Webhook: &teardownv1alpha1.WebhookAction{URL: &url}}
 	obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: "ns", UID: "u1"}}
 	pol := &policy.Policy{Ref: policy.Ref{Kind: policy.KindNamespaced, Namespace: "ns", Name: "p"}, Key: "x.io/y"}
@@ -227,7 +227,7 @@ func TestMalformedAnswerIsNotEchoed(t *testing.T) {
 		}
 	}()
 	url := "http://" + ln.Addr().String() + "/"
-	r := &Runner{HTTP: NewHTTPClients()}
+	r := &Runner{HTTP: testClients()}
 	step := teardownv1alpha1.Step{Name: "notify", Webhook: &teardownv1alpha1.WebhookAction{URL: &url}}
 	obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: "ns", UID: "u1"}}
 	pol := &policy.Policy{Ref: policy.Ref{Kind: policy.KindNamespaced, Namespace: "ns", Name: "p"}, Key: "x.io/y"}
