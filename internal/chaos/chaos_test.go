@@ -416,8 +416,13 @@ func TestChaos(t *testing.T) {
 			r.logEvent("every open cleanup drained %s after the controller restarted", drainAfterKill.Round(10*time.Millisecond))
 		case "apiserver":
 			r.apiOpen.Store(time.Now().UnixNano())
-			r.logEvent("kube-apiserver SIGKILL, down 5s; %d objects' cleanups open now", r.apiBatchSize)
-			if err := env.RestartAPIServer(testenv.APIServerRestart{Down: 5 * time.Second}); err != nil {
+			graceful := os.Getenv("TEARDOWN_CHAOS_APISERVER_STOP") == "graceful"
+			how := "SIGKILL"
+			if graceful {
+				how = "SIGTERM (graceful)"
+			}
+			r.logEvent("kube-apiserver %s, down 5s once it exited; %d objects' cleanups open now", how, r.apiBatchSize)
+			if err := env.RestartAPIServer(testenv.APIServerRestart{Graceful: graceful, Down: 5 * time.Second}); err != nil {
 				t.Fatalf("restarting kube-apiserver: %v", err)
 			}
 			r.apiRestarts++

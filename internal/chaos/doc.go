@@ -11,6 +11,8 @@ SPDX-License-Identifier: Apache-2.0
 //
 // TestChaos deletes TEARDOWN_CHAOS_N guarded objects (200 by default; make
 // chaos runs 1,000) and prints what it did and measured; TEARDOWN_CHAOS_SEED
-// replays a run. TEARDOWN_CONTROLLER_BIN runs a prebuilt controller instead
+// replays a run; TEARDOWN_CHAOS_APISERVER_STOP=graceful stops kube-apiserver
+// with SIGTERM instead of SIGKILL. TEARDOWN_CHAOS_LOGS keeps the controllers'
+// logs in that folder. TEARDOWN_CONTROLLER_BIN runs a prebuilt controller instead
 // of building ./cmd/teardown-controller, for example one of an older commit.
 package chaos

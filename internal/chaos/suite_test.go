@@ -21,6 +21,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -69,7 +70,26 @@ func TestMain(m *testing.M) {
 		if cs, err = kubernetes.NewForConfig(cfg); err != nil {
 			panic(err)
 		}
+		if err := grantServiceAccounts(); err != nil {
+			panic(err)
+		}
 	})
+}
+
+// grantServiceAccounts binds the built-in "edit" ClusterRole to every
+// ServiceAccount: a TeardownPolicy acts as a ServiceAccount of its namespace
+// ("default" unless it names one), which a real cluster grants per
+// namespace with a RoleBinding.
+func grantServiceAccounts() error {
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "teardown-chaos-serviceaccounts-edit"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "edit"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "system:serviceaccounts"}},
+	}
+	if err := k8s.Create(context.Background(), binding); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("granting edit to every ServiceAccount: %w", err)
+	}
+	return nil
 }
 
 // logDir is where controller logs go: TEARDOWN_CHAOS_LOGS keeps them after
@@ -98,6 +118,8 @@ func newController(t *testing.T, name, leaderElectionNamespace string, args ...s
 		Config:                  env.Config,
 		LeaderElectionNamespace: leaderElectionNamespace,
 		Args:                    args,
+		// The tests' cleanup servers listen on 127.0.0.1.
+		IfSupported: []string{"--webhook-allowed-cidrs=127.0.0.0/8"},
 	})
 	if err != nil {
 		t.Fatal(err)

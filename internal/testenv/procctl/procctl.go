@@ -154,6 +154,10 @@ type Options struct {
 	LeaderElectionNamespace string
 	// Args are more flags, such as --target-workers=8.
 	Args []string
+	// IfSupported are more flags, each passed only if the binary knows it
+	// (it may be built from another commit), such as
+	// --webhook-allowed-cidrs=127.0.0.0/8.
+	IfSupported []string
 }
 
 // Controller is a teardown-controller process that can be started, killed
@@ -196,12 +200,12 @@ func New(opts Options) (*Controller, error) {
 	var args []string
 	// Only the flags this binary knows: it may be built from another commit.
 	known := knownFlags(bin)
-	for _, a := range []string{
+	for _, a := range append([]string{
 		"--kubeconfig=" + kubeconfig,
 		"--metrics-bind-address=0",
 		"--health-probe-bind-address=0",
 		"--webhook-port=" + strconv.Itoa(webhookPort),
-	} {
+	}, opts.IfSupported...) {
 		name := strings.TrimPrefix(strings.SplitN(a, "=", 2)[0], "--")
 		if known == nil || known[name] {
 			args = append(args, a)
