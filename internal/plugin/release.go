@@ -31,7 +31,12 @@ import (
 	"github.com/teardown-dev/teardown/pkg/finalizer"
 )
 
-// AuditAnnotation is set on the object (while it still exists) by release.
+// AuditAnnotation is set on the object (while it still exists) by release,
+// in the same patch that removes the finalizer. Its value is a JSON object
+// naming the finalizer ("finalizer":"<key>") and the reason: the
+// ValidatingAdmissionPolicy of config/admission lets a Teardown finalizer be
+// removed by someone other than the controller only when the request writes
+// this annotation anew, naming the removed key (docs/admission.md).
 const AuditAnnotation = "teardown.dev/released-finalizer"
 
 const (
@@ -381,6 +386,14 @@ func auditValue(rec AuditRecord) string {
 	return string(v)
 }
 
+// dryRunAuditValue is the annotation value of the dry-run: like the real
+// record it names the finalizer, so that the admission policy protecting
+// Teardown's finalizers judges the dry-run as it will judge the write.
+func dryRunAuditValue(fin, reason string) string {
+	v, _ := json.Marshal(map[string]string{"dryRun": "true", "finalizer": fin, "reason": reason})
+	return string(v)
+}
+
 // guardedRemoval is the JSON patch release applies to metadata finalizers:
 // it fails unless the object is still at rv and the finalizer still at
 // index, and it records the release in an annotation.
@@ -410,7 +423,7 @@ func (o *ReleaseOptions) dryRun(ctx context.Context, obj *unstructured.Unstructu
 		err = o.cluster.kube.CoreV1().RESTClient().Put().Resource("namespaces").Name(ns.Name).SubResource("finalize").
 			Param("dryRun", metav1.DryRunAll).Body(ns).Do(ctx).Error()
 	} else {
-		patch, perr := guardedRemoval(rv, index, o.Finalizer, obj.GetAnnotations() != nil, `{"dryRun":true}`)
+		patch, perr := guardedRemoval(rv, index, o.Finalizer, obj.GetAnnotations() != nil, dryRunAuditValue(o.Finalizer, o.Reason))
 		if perr != nil {
 			return RemovalCheck{Error: perr.Error()}
 		}
