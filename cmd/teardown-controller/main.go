@@ -11,12 +11,14 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/teardown-dev/teardown/internal/controller"
+	"github.com/teardown-dev/teardown/internal/steps"
 )
 
 func main() {
@@ -29,12 +31,17 @@ func main() {
 	flag.IntVar(&opts.Controller.TargetWorkers, "target-workers", opts.Controller.TargetWorkers, "Target objects reconciled at once.")
 	flag.DurationVar(&opts.Controller.AttemptTimeout, "attempt-timeout", opts.Controller.AttemptTimeout, "Longest one run of a policy's steps for one object may take.")
 	flag.DurationVar(&opts.Controller.StatusInterval, "status-interval", opts.Controller.StatusInterval, "How often policy status counts are refreshed.")
+	var allowedCIDRs steps.CIDRs
+	flag.Var(&allowedCIDRs, steps.AllowedCIDRsFlag, "Destinations webhook steps may call although they are loopback, link-local, cloud metadata or unspecified addresses, as CIDR prefixes (repeated or comma-separated), such as 127.0.0.0/8 for a local test server.")
+	flag.BoolVar(&opts.Controller.WebhookAllowHTTP, steps.AllowHTTPFlag, false, "Let webhook steps call plain http:// URLs; by default only https:// is called.")
+	flag.StringVar(&opts.Controller.ClusterResourceNamespace, "cluster-resource-namespace", podNamespace(), "Namespace of the signing Secrets of ClusterTeardownPolicies' webhook steps (default: the POD_NAMESPACE variable, else the pod's own namespace).")
 	flag.StringVar(&opts.Controller.WebhookConfiguration, "attach-webhook-configuration", "", "Name of the MutatingWebhookConfiguration of the attach-at-create webhook; empty turns the webhook off.")
 	flag.IntVar(&webhookOpts.Port, "webhook-port", 9443, "Port of the attach-at-create webhook, with --attach-webhook-configuration.")
 	flag.StringVar(&webhookOpts.CertDir, "webhook-cert-dir", "", "Folder with the webhook's tls.crt and tls.key (default: the system temp folder's k8s-webhook-server/serving-certs).")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
+	opts.Controller.WebhookAllowedCIDRs = allowedCIDRs
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	opts.WebhookServer = webhook.NewServer(webhookOpts)
 
@@ -42,6 +49,19 @@ func main() {
 		fmt.Fprintln(os.Stderr, "teardown-controller:", err)
 		os.Exit(1)
 	}
+}
+
+// podNamespace is the namespace the controller runs in: the POD_NAMESPACE
+// variable, else the namespace of the pod's ServiceAccount token; "" outside
+// a cluster.
+func podNamespace() string {
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns
+	}
+	if b, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); err == nil {
+		return strings.TrimSpace(string(b))
+	}
+	return ""
 }
 
 func run(opts controller.ManagerOptions) error {

@@ -9,6 +9,7 @@ package controller
 
 import (
 	"fmt"
+	"net/netip"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -36,6 +37,18 @@ type Options struct {
 	AttemptTimeout time.Duration
 	// StatusInterval is how often policy status counts are refreshed.
 	StatusInterval time.Duration
+	// WebhookAllowHTTP lets webhook steps call plain http:// URLs
+	// (--webhook-allow-http); by default only https:// is called.
+	WebhookAllowHTTP bool
+	// WebhookAllowedCIDRs are destinations webhook steps may call although
+	// they are loopback, link-local, cloud metadata or unspecified
+	// addresses (--webhook-allowed-cidrs), such as 127.0.0.0/8 for a test
+	// server on the controller's host.
+	WebhookAllowedCIDRs []netip.Prefix
+	// ClusterResourceNamespace is where the signing Secrets of
+	// ClusterTeardownPolicies' webhook steps are read
+	// (--cluster-resource-namespace): the controller's own namespace.
+	ClusterResourceNamespace string
 	// WebhookConfiguration, when set, serves the attach-at-create webhook
 	// on the manager's webhook server and keeps the rules of this
 	// MutatingWebhookConfiguration on the kinds Automatic policies target.
@@ -78,7 +91,11 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}
 	runner := &steps.Runner{
 		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Mapper: mgr.GetRESTMapper(),
-		HTTP: steps.NewHTTPClients(), Now: time.Now,
+		HTTP: steps.NewWebhookClients(steps.WebhookOptions{
+			AllowHTTP: opts.WebhookAllowHTTP, AllowedCIDRs: opts.WebhookAllowedCIDRs,
+			ClusterResourceNamespace: opts.ClusterResourceNamespace,
+		}),
+		Now: time.Now,
 	}
 	policies := &teardownpolicy.Reconciler{
 		Manager: mgr, Index: index, Targets: targets, Runner: runner, Recorder: recorder,

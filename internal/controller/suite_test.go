@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"sync"
@@ -74,6 +75,10 @@ func TestMain(m *testing.M) {
 		opts := controller.ManagerOptions{WebhookServer: webhookServer, Controller: controller.DefaultOptions()}
 		opts.Controller.StatusInterval = time.Second
 		opts.Controller.WebhookConfiguration = attachWebhookConfiguration
+		// The cleanup servers listen on 127.0.0.1, which webhook steps call
+		// only where the operator allows it.
+		opts.Controller.WebhookAllowedCIDRs = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+		opts.Controller.ClusterResourceNamespace = clusterResourceNamespace
 		mgr, err := controller.NewManager(cfg, opts)
 		if err != nil {
 			panic(err)
