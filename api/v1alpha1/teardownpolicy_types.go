@@ -119,9 +119,9 @@ type TeardownPolicySpec struct {
 
 	// onDeadline says what happens when the deadline passes. Block (the
 	// default): keep the finalizer, so the object stays Terminating, and
-	// report it as blocked. Release: remove the finalizer without running the
-	// remaining steps, with a Warning event and a record of what was skipped
-	// in status.recentFailures.
+	// report it as blocked (reason DeadlineExceeded). Release: remove the
+	// finalizer without running the remaining steps, with a
+	// FinalizerReleased Warning event saying what was skipped.
 	// +optional
 	// +kubebuilder:default=Block
 	OnDeadline DeadlineAction `json:"onDeadline,omitempty"`
@@ -253,8 +253,9 @@ type Step struct {
 	// +optional
 	Wait *WaitAction `json:"wait,omitempty"`
 
-	// timeout bounds the step, counted from its first attempt, such as 5m.
-	// When it passes the step has failed and onFailure applies. Unset means
+	// timeout bounds the step, counted from when it started (time spent on
+	// transient errors included), such as 5m. When it passes the step has
+	// failed definitively and onFailure applies. Unset means
 	// the step has no limit of its own; the policy's deadline still applies.
 	// +optional
 	// +kubebuilder:validation:Type=string
@@ -262,12 +263,16 @@ type Step struct {
 	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) > duration('0s')",message="timeout must be a positive duration such as 30s, 5m or 1h"
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 
-	// onFailure says what happens when the step fails: the webhook answers
-	// failure, the Job fails, or the step's timeout passes. Retry (the
-	// default): run the step again with backoff; the object stays until it
-	// succeeds or the deadline passes. Continue: record the failure and go on
-	// with the next step. Release: record the failure and remove the
-	// finalizer without running the remaining steps.
+	// onFailure says what happens when the step fails definitively: the
+	// webhook answers Failure, a permanent 4xx (400, 401, 403, 404, 405, 410,
+	// 422) or a redirect, the Job fails, or the step's timeout passes. Any
+	// other error (connection errors, 5xx, API errors, ...) is transient: the
+	// step is retried with backoff whatever onFailure says, until it
+	// succeeds, its timeout passes or the deadline acts. Retry (the default):
+	// run the step again with backoff; the object stays until it succeeds or
+	// the deadline passes. Continue: log the failure and go on with the next
+	// step. Release: remove the finalizer without running the remaining
+	// steps, with a FinalizerReleased Warning event.
 	// +optional
 	// +kubebuilder:default=Retry
 	OnFailure FailureAction `json:"onFailure,omitempty"`
@@ -290,7 +295,9 @@ const (
 // WebhookAction calls an HTTP endpoint. The controller POSTs the object being
 // torn down and its context; the answer says done, in progress (call again
 // after N seconds) or failed, with a message. A 429 answer's Retry-After is
-// honoured. Exactly one of url and service is set.
+// honoured; Retry-After and retryAfterSeconds are capped at 10 minutes.
+// Redirects are never followed: a 3xx answer is a definitive failure.
+// Exactly one of url and service is set.
 //
 // +kubebuilder:validation:XValidation:rule="has(self.url) != has(self.service)",message="a webhook needs exactly one of url or service"
 type WebhookAction struct {
@@ -406,9 +413,10 @@ type JobTemplate struct {
 	// +optional
 	Metadata JobTemplateMetadata `json:"metadata,omitzero"`
 
-	// spec is a batch/v1 JobSpec. It is stored as given and checked by the
-	// API server when the controller creates the Job (a bad spec makes the
-	// policy not Ready), which keeps this CRD small.
+	// spec is a batch/v1 JobSpec. It is stored as given, which keeps this
+	// CRD small, and checked with a server-side dry run of the Job when the
+	// policy is served: a spec the API server refuses makes the policy
+	// Ready=False, reason InvalidJobTemplate.
 	// +required
 	// +kubebuilder:validation:Schemaless
 	// +kubebuilder:pruning:PreserveUnknownFields
@@ -553,28 +561,34 @@ type TeardownPolicyStatus struct {
 	// +kubebuilder:validation:Minimum=0
 	Terminating int32 `json:"terminating"`
 
-	// blocked is how many terminating objects cannot progress: a step keeps
-	// failing, or the deadline passed with onDeadline: Block.
+	// blocked is how many terminating objects did not finish their cleanup
+	// at its first attempt: waiting on a step, failing, timed out, or past
+	// the deadline with onDeadline: Block.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	Blocked int32 `json:"blocked"`
 
-	// released is how many objects the policy has released (removed its
-	// finalizer from) since the policy was created, as counted by the
-	// controller; the metrics have the exact history.
+	// released is how many finalizers the policy removed without their
+	// cleanup finishing (a step's onFailure Release, onDeadline Release, an
+	// object that no longer matches, a retired key, the policy's deletion)
+	// since the current leader of the controller started. It is kept in
+	// memory and starts again from 0 on a new leader; the metrics have the
+	// history.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	Released int32 `json:"released"`
 
-	// blockedObjects lists blocked objects, oldest first, at most 20 of them:
-	// what each waits on and since when.
+	// blockedObjects lists blocked objects, longest-waiting first, at most 20
+	// of them: what each waits on and since when. Refreshed every
+	// --status-interval of the controller.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=20
 	BlockedObjects []BlockedObject `json:"blockedObjects,omitempty"`
 
-	// recentFailures lists the latest step failures and releases by
-	// deadline, newest first, at most 20 of them.
+	// recentFailures lists the blocked objects whose step failed (reason
+	// StepFailed) or timed out (StepTimedOut), newest first, at most 20 of
+	// them. Refreshed every --status-interval of the controller.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=20
@@ -635,14 +649,16 @@ type BlockedObject struct {
 	// +required
 	Object ObjectReference `json:"object"`
 
-	// step is the name of the step it is blocked on; empty when it is held
-	// by an expired deadline with onDeadline: Block.
+	// step is the name of the step it is at; empty when the policy has no
+	// steps.
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
 	Step string `json:"step,omitempty"`
 
-	// reason is a CamelCase word for why, such as StepFailed,
-	// StepTimedOut or DeadlineExceeded.
+	// reason says why: StepInProgress (the step is running and has not
+	// finished yet), StepFailed (its last attempt failed; the message says
+	// transient or failed), StepTimedOut (its timeout passed) or
+	// DeadlineExceeded (the deadline passed with onDeadline: Block).
 	// +required
 	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:Pattern=`^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`
@@ -653,37 +669,36 @@ type BlockedObject struct {
 	// +kubebuilder:validation:MaxLength=1024
 	Message string `json:"message,omitempty"`
 
-	// since is when the object became blocked.
+	// since is when that step started (when the object's deletion started
+	// if no step is recorded).
 	// +required
 	Since metav1.Time `json:"since"`
 }
 
-// StepFailure records one failed step, or a release by deadline.
+// StepFailure records the last failure of a blocked object's step.
 type StepFailure struct {
 	// object is the object being torn down.
 	// +required
 	Object ObjectReference `json:"object"`
 
-	// step is the name of the step that failed; empty for a release by
-	// deadline.
+	// step is the name of the step that failed.
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
 	Step string `json:"step,omitempty"`
 
-	// reason is a CamelCase word for what happened, such as StepFailed,
-	// StepTimedOut or DeadlineExceeded.
+	// reason is StepFailed (the step's last attempt failed) or StepTimedOut
+	// (its timeout passed).
 	// +required
 	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:Pattern=`^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`
 	Reason string `json:"reason"`
 
-	// message says what failed and what the controller did about it (for a
-	// release, which steps were skipped), for a person.
+	// message says what failed, for a person.
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
 	Message string `json:"message,omitempty"`
 
-	// time is when it happened.
+	// time is when the failure was last recorded on the object.
 	// +required
 	Time metav1.Time `json:"time"`
 }
