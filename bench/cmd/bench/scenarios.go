@@ -23,6 +23,7 @@ import (
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/bench/apimetrics"
 	"github.com/teardown-dev/teardown/bench/report"
+	"github.com/teardown-dev/teardown/internal/steps"
 )
 
 // The finalizer keys of the scenarios.
@@ -158,7 +159,12 @@ func (b *bench) baselineRun(ctx context.Context, scenario string, n int) (report
 }
 
 func (b *bench) teardownFlags() []string {
-	return append([]string{fmt.Sprintf("--target-workers=%d", b.opts.teardownWorkers)}, b.opts.teardownArgs...)
+	return append([]string{
+		fmt.Sprintf("--target-workers=%d", b.opts.teardownWorkers),
+		// The teardown-webhook scenario's receiver is plain http on
+		// 127.0.0.1, which webhook steps call only where allowed.
+		"--" + steps.AllowedCIDRsFlag + "=127.0.0.0/8", "--" + steps.AllowHTTPFlag,
+	}, b.opts.teardownArgs...)
 }
 
 // controllerRun is the measurement common to every controller: create n

@@ -22,6 +22,7 @@ import (
 
 	"github.com/teardown-dev/teardown/bench/debugserver"
 	"github.com/teardown-dev/teardown/internal/controller"
+	"github.com/teardown-dev/teardown/internal/steps"
 )
 
 func main() {
@@ -32,12 +33,16 @@ func main() {
 	var burst int
 	flag.IntVar(&opts.TargetWorkers, "target-workers", opts.TargetWorkers, "Target objects reconciled at once.")
 	flag.DurationVar(&opts.StatusInterval, "status-interval", opts.StatusInterval, "How often policy status counts are refreshed.")
+	var allowedCIDRs steps.CIDRs
+	flag.Var(&allowedCIDRs, steps.AllowedCIDRsFlag, "As cmd/teardown-controller: destinations webhook steps may call although they are loopback, link-local, metadata or unspecified.")
+	flag.BoolVar(&opts.WebhookAllowHTTP, steps.AllowHTTPFlag, false, "As cmd/teardown-controller: let webhook steps call plain http:// URLs.")
 	flag.Float64Var(&qps, "kube-api-qps", 0, "Client QPS; 0 keeps what ctrl.GetConfigOrDie sets, as cmd/teardown-controller does.")
 	flag.IntVar(&burst, "kube-api-burst", 0, "Client burst; 0 keeps what ctrl.GetConfigOrDie sets.")
 	flag.StringVar(&debugAddress, "debug-address", "127.0.0.1:0", "Loopback address of /debug/pprof and /metrics.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
+	opts.WebhookAllowedCIDRs = allowedCIDRs
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	if err := run(opts, qps, burst, debugAddress); err != nil {
 		fmt.Fprintln(os.Stderr, "teardown:", err)
