@@ -76,18 +76,26 @@ func TestMain(m *testing.M) {
 	})
 }
 
-// grantServiceAccounts binds the built-in "edit" ClusterRole to every
-// ServiceAccount: a TeardownPolicy acts as a ServiceAccount of its namespace
-// ("default" unless it names one), which a real cluster grants per
-// namespace with a RoleBinding.
+// grantServiceAccounts lets every ServiceAccount do anything with
+// ConfigMaps, the only kind these tests guard: a TeardownPolicy acts as a
+// ServiceAccount of its namespace ("default" unless it names one), which a
+// real cluster grants per namespace with a RoleBinding.
 func grantServiceAccounts() error {
+	ctx := context.Background()
+	role := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "teardown-chaos-configmaps"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"*"}}},
+	}
+	if err := k8s.Create(ctx, role); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating ClusterRole %s: %w", role.Name, err)
+	}
 	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "teardown-chaos-serviceaccounts-edit"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "edit"},
+		ObjectMeta: metav1.ObjectMeta{Name: "teardown-chaos-configmaps"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "system:serviceaccounts"}},
 	}
-	if err := k8s.Create(context.Background(), binding); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("granting edit to every ServiceAccount: %w", err)
+	if err := k8s.Create(ctx, binding); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("granting ConfigMaps to every ServiceAccount: %w", err)
 	}
 	return nil
 }
