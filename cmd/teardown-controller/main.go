@@ -24,7 +24,9 @@ import (
 func main() {
 	opts := controller.ManagerOptions{Controller: controller.DefaultOptions()}
 	var webhookOpts webhook.Options
-	flag.StringVar(&opts.MetricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
+	flag.StringVar(&opts.MetricsAddr, "metrics-bind-address", ":8443", "Address of the Prometheus metrics endpoint; 0 disables it.")
+	metricsSecure := flag.Bool("metrics-secure", true, "Serve the metrics over HTTPS, only to clients the API server authenticates and authorizes for get on /metrics (the metrics-reader ClusterRole); false serves plain HTTP to anyone.")
+	flag.StringVar(&opts.MetricsCertDir, "metrics-cert-dir", "", "Folder with the metrics endpoint's tls.crt and tls.key (default: a self-signed certificate made at start).")
 	flag.StringVar(&opts.ProbeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
 	flag.BoolVar(&opts.LeaderElection, "leader-elect", false, "Elect a leader, so that only one of several replicas acts.")
 	flag.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader-election Lease (default: the pod's own namespace; required outside a cluster).")
@@ -44,6 +46,7 @@ func main() {
 	opts.Controller.WebhookAllowedCIDRs = allowedCIDRs
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	opts.WebhookServer = webhook.NewServer(webhookOpts)
+	opts.MetricsInsecure = !*metricsSecure
 
 	if err := run(opts); err != nil {
 		fmt.Fprintln(os.Stderr, "teardown-controller:", err)

@@ -54,7 +54,13 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	testenv.Main(m, testenv.Options{}, func(e *testenv.Env) {
+	root, err := testenv.ModuleRoot()
+	if err != nil {
+		panic(err)
+	}
+	// The CRDs, for the manager TestMetricsNeedAuthorization starts.
+	opts := testenv.Options{CRDDirectoryPaths: []string{filepath.Join(root, "config", "crd", "bases")}}
+	testenv.Main(m, opts, func(e *testenv.Env) {
 		env = e
 		var err error
 		if admin, err = kubernetes.NewForConfig(e.Config); err != nil {

@@ -43,9 +43,15 @@ func TestAttachAtCreate(t *testing.T) {
 		if err := k8s.Get(ctx, client.ObjectKey{Name: attachWebhookConfiguration}, mwc); err != nil {
 			return false, err
 		}
-		return slices.ContainsFunc(mwc.Webhooks[0].Rules, func(r admissionregistrationv1.RuleWithOperations) bool {
+		synced := slices.ContainsFunc(mwc.Webhooks[0].Rules, func(r admissionregistrationv1.RuleWithOperations) bool {
 			return slices.Contains(r.Resources, "configmaps")
-		}), nil
+		})
+		// The controller changes only the rules: the installer's
+		// namespaceSelector (never kube-system) stays.
+		if synced && (mwc.Webhooks[0].NamespaceSelector == nil || len(mwc.Webhooks[0].NamespaceSelector.MatchExpressions) != 1) {
+			t.Fatalf("the namespaceSelector was lost when the rules were synced: %+v", mwc.Webhooks[0].NamespaceSelector)
+		}
+		return synced, nil
 	})
 
 	key := ns + ".teardown.dev/early"

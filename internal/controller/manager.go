@@ -6,12 +6,14 @@ SPDX-License-Identifier: Apache-2.0
 package controller
 
 import (
+	"crypto/tls"
 	"fmt"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 )
@@ -29,6 +31,15 @@ type ManagerOptions struct {
 	// MetricsAddr is the address of the Prometheus metrics endpoint; empty
 	// or "0" turns it off.
 	MetricsAddr string
+	// MetricsInsecure serves the metrics over plain HTTP to anyone who can
+	// reach the port. By default (false) they are served over HTTPS, and
+	// only to clients the API server authenticates (TokenReview) and
+	// authorizes for get on the non-resource URL /metrics
+	// (SubjectAccessReview): the metrics-reader ClusterRole of config/rbac.
+	MetricsInsecure bool
+	// MetricsCertDir holds the metrics endpoint's tls.crt and tls.key; when
+	// empty or without them, a self-signed certificate is made at start.
+	MetricsCertDir string
 	// ProbeAddr is the address of the /healthz and /readyz endpoints; empty
 	// or "0" turns them off.
 	ProbeAddr string
@@ -78,7 +89,7 @@ func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, error) {
 		Scheme:                  scheme,
 		Cache:                   CacheOptions(),
 		Logger:                  opts.Logger,
-		Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
+		Metrics:                 metricsOptions(metricsAddr, opts),
 		HealthProbeBindAddress:  opts.ProbeAddr,
 		LeaderElection:          opts.LeaderElection,
 		LeaderElectionID:        LeaderElectionID,
@@ -102,4 +113,28 @@ func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, error) {
 		return nil, err
 	}
 	return mgr, nil
+}
+
+// The metrics endpoint's authentication and authorization ask the API
+// server: a TokenReview for the scraper's bearer token, a SubjectAccessReview
+// for get on /metrics.
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
+// metricsOptions serves the metrics on addr: over HTTPS behind the API
+// server's authentication and authorization, unless opts.MetricsInsecure.
+func metricsOptions(addr string, opts ManagerOptions) metricsserver.Options {
+	if opts.MetricsInsecure || addr == "0" {
+		return metricsserver.Options{BindAddress: addr}
+	}
+	return metricsserver.Options{
+		BindAddress:    addr,
+		SecureServing:  true,
+		FilterProvider: filters.WithAuthenticationAndAuthorization,
+		CertDir:        opts.MetricsCertDir,
+		// HTTP/1.1 only, as kubebuilder scaffolds: HTTP/2 stream
+		// cancellation made servers exhaustible (CVE-2023-44487,
+		// CVE-2023-39325).
+		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }},
+	}
 }

@@ -78,9 +78,18 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=teardown.dev,resources=teardownpolicies;clusterteardownpolicies,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=teardown.dev,resources=teardownpolicies/status;clusterteardownpolicies/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
+// Job steps read, create and remove their Job by name, through the API
+// reader: no list or watch.
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;create;delete
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,verbs=get;update
+// Only the attach webhook's own configuration (config/webhook; rename both
+// with --attach-webhook-configuration).
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,verbs=get;update,resourceNames=teardown-attach-finalizers
+// A TeardownPolicy acts as a ServiceAccount of its namespace: the controller
+// impersonates it for its steps, and asks the authorizer (SubjectAccessReview)
+// what that ServiceAccount may do, to report missing rights up front.
+// +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=impersonate
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
 // SetupWithManager registers the two policy controllers.
 func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
@@ -206,6 +215,10 @@ func (r *Reconciler) serveDeleting(ctx context.Context, obj client.Object, pol *
 		pol = &deleting
 	} else if status.Finalizer == "" {
 		return nil // never served
+	}
+	if _, ok := r.checkOwner(ctx, pol); !ok {
+		r.Index.Delete(pol.Ref)
+		return nil // its key is another policy's now
 	}
 	return r.putInForce(ctx, pol, status)
 }
