@@ -157,6 +157,15 @@ func add(ctx context.Context, c Client, obj client.Object, names []string, marke
 		if err == nil {
 			return missing, nil
 		}
+		if marked && apierrors.IsForbidden(err) {
+			// RBAC's escalation check lets a writer change only finalizers
+			// and ownerReferences of a Role or binding that grants more than
+			// it holds: guard such an object without the record (it is then
+			// released only where it is still selected, or its cleanup
+			// started).
+			marked = false
+			continue
+		}
 		if !isGuardFailure(err) {
 			return nil, fmt.Errorf("adding finalizers %v to %s: %w", missing, describe(obj), err)
 		}
