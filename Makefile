@@ -55,7 +55,7 @@ deploy: ## Install the CRDs, RBAC and teardown-controller (config/default, image
 .PHONY: undeploy
 undeploy: ## Delete every policy, wait until they released what they guard, then remove config/default.
 	@if $(KUBECTL) get crd teardownpolicies.teardown.dev clusterteardownpolicies.teardown.dev >/dev/null 2>&1; then \
-		echo "Deleting every policy; each releases the objects it guards (timeout $(UNDEPLOY_TIMEOUT))"; \
+		echo "Deleting every policy; each releases the objects it guards once the teardowns it started are done (timeout $(UNDEPLOY_TIMEOUT))"; \
 		if ! $(KUBECTL) delete clusterteardownpolicies.teardown.dev,teardownpolicies.teardown.dev --all --all-namespaces --timeout=$(UNDEPLOY_TIMEOUT); then \
 			echo "Policies are still there: is the teardown-controller running? See 'Uninstalling' in docs/controller.md." >&2; \
 			$(KUBECTL) get clusterteardownpolicies.teardown.dev,teardownpolicies.teardown.dev --all-namespaces >&2 || true; \

@@ -267,8 +267,9 @@ func (r *Reconciler) apply(ctx context.Context, s *policy.Served, k policy.Serve
 // Owns reports whether k on obj, which carries it, is the policy's to
 // remove: obj is in the policy's scope and of a kind k is served for, and
 // the policy's selectors match it, or Teardown attached k to it, or its
-// cleanup under k has started (a progress or step record). A key put there
-// by anyone else on an object the policy does not select is never touched.
+// cleanup under k has started (a progress record: every attempt that does
+// not finish at once writes one). A key put there by anyone else on an
+// object the policy does not select is never touched.
 func Owns(s *policy.Served, k policy.ServedKey, gvk schema.GroupVersionKind, obj *metav1.PartialObjectMetadata, nsLabels labels.Set) bool {
 	if !s.InScope(obj) || !k.Serves(gvk) || !slices.Contains(obj.Finalizers, k.Key) {
 		return false

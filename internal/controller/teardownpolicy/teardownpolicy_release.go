@@ -8,6 +8,7 @@ package teardownpolicy
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -31,8 +32,7 @@ import (
 func (r *Reconciler) releaseGuarded(ctx context.Context, obj client.Object) finalizer.Result {
 	s, ok := r.Index.Get(refOf(obj))
 	if !ok || s.UID != obj.GetUID() {
-		// Never served, so it guards nothing.
-		return finalizer.Done()
+		return r.unserved(ctx, obj)
 	}
 	terminating, err := r.namespaceTerminating(ctx, obj.GetNamespace())
 	if err != nil {
@@ -61,6 +61,59 @@ func (r *Reconciler) releaseGuarded(ctx context.Context, obj client.Object) fina
 		return finalizer.Pending(2*time.Second, why)
 	}
 	return finalizer.Done()
+}
+
+// unserved ends a deleted policy that is not in force. One never served
+// guards nothing. One served before (its status records a key) but that
+// cannot be served now (its spec no longer parses) cannot run its steps:
+// it waits, with a message saying so, while any object carries one of its
+// keys; nothing is released without its cleanup.
+func (r *Reconciler) unserved(ctx context.Context, obj client.Object) finalizer.Result {
+	status := statusOf(obj)
+	if status.Finalizer == "" {
+		return finalizer.Done()
+	}
+	if mine, ok := policy.ClaimOf(obj); ok {
+		owner, err := r.ownerOf(ctx, mine)
+		if err != nil {
+			return finalizer.Retry(err)
+		}
+		if owner.Ref != mine.Ref {
+			return finalizer.Done() // its key is another policy's now, and so are the objects carrying it
+		}
+	}
+	carried := map[retiredKey]bool{}
+	for _, k := range status.Kinds {
+		carried[retiredKey{key: status.Finalizer, gvk: schema.FromAPIVersionAndKind(k.APIVersion, k.Kind)}] = true
+	}
+	for _, k := range status.Retired {
+		carried[retiredKey{key: k.Finalizer, gvk: schema.FromAPIVersionAndKind(k.APIVersion, k.Kind)}] = true
+	}
+	var opts []client.ListOption
+	if ns := obj.GetNamespace(); ns != "" {
+		opts = append(opts, client.InNamespace(ns))
+	}
+	n := 0
+	for rk := range carried {
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(rk.gvk.GroupVersion().WithKind(rk.gvk.Kind + "List"))
+		if err := r.direct.List(ctx, list, opts...); err != nil {
+			if isNoMatch(err) {
+				continue
+			}
+			return finalizer.Retry(fmt.Errorf("listing %s: %w", rk.gvk.Kind, err))
+		}
+		for _, o := range list.Items {
+			if slices.Contains(o.Finalizers, rk.key) {
+				n++
+			}
+		}
+	}
+	if n == 0 {
+		return finalizer.Done()
+	}
+	return finalizer.Pending(30*time.Second, fmt.Sprintf(
+		"the policy cannot be served (see its Ready condition) and %d object(s) still carry its finalizer: fix its spec so their cleanup runs, or release them with kubectl teardown release", n))
 }
 
 // releaseLive removes s's keys from the objects it owns them on that are
