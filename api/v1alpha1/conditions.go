@@ -16,13 +16,26 @@ const (
 	// UnknownKindReason (Ready=False): a target's or step's apiVersion and
 	// kind are not served by the API server.
 	UnknownKindReason = "UnknownKind"
-	// ClusterScopedKindReason (Ready=False): a TeardownPolicy targets a
-	// cluster-scoped kind, which only a ClusterTeardownPolicy can guard.
+	// ClusterScopedKindReason (Ready=False): a TeardownPolicy targets, or
+	// its steps reach, a cluster-scoped kind or another namespace, which
+	// only a ClusterTeardownPolicy can.
 	ClusterScopedKindReason = "ClusterScopedKind"
-	// ForbiddenReason (Ready=False): the controller's RBAC does not allow
-	// what the policy needs (watching or patching a target kind, deleting or
-	// listing a step's resources, creating a Job).
+	// ForbiddenReason (Ready=False): RBAC does not allow what the policy
+	// needs: the controller's (watching and patching a target kind, and
+	// for a ClusterTeardownPolicy its steps' reads, deletes and Jobs), or a
+	// TeardownPolicy's ServiceAccount's (patching its targets, its steps'
+	// reads, deletes and Jobs), or the controller may not impersonate that
+	// ServiceAccount.
 	ForbiddenReason = "Forbidden"
+	// NoServiceAccountReason (Ready=False): a TeardownPolicy names no
+	// spec.serviceAccountName and the controller runs without a
+	// --default-service-account.
+	NoServiceAccountReason = "NoServiceAccount"
+	// InvalidWebhookReason (Ready=False): a webhook step's destination is
+	// refused: plain http without --webhook-allow-http, or a loopback,
+	// link-local, cloud-metadata or unspecified address outside
+	// --webhook-allowed-cidrs.
+	InvalidWebhookReason = "InvalidWebhook"
 	// InvalidSelectorReason (Ready=False): a label selector does not parse.
 	InvalidSelectorReason = "InvalidSelector"
 	// InvalidConditionReason (Ready=False): a wait step's CEL condition does

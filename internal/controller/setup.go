@@ -37,6 +37,10 @@ type Options struct {
 	AttemptTimeout time.Duration
 	// StatusInterval is how often policy status counts are refreshed.
 	StatusInterval time.Duration
+	// DefaultServiceAccount is the ServiceAccount of its namespace a
+	// TeardownPolicy without spec.serviceAccountName acts as; empty makes
+	// spec.serviceAccountName required.
+	DefaultServiceAccount string
 	// WebhookAllowHTTP lets webhook steps call plain http:// URLs
 	// (--webhook-allow-http); by default only https:// is called.
 	WebhookAllowHTTP bool
@@ -57,7 +61,7 @@ type Options struct {
 
 // DefaultOptions are the flags' defaults.
 func DefaultOptions() Options {
-	return Options{TargetWorkers: 16, AttemptTimeout: 2 * time.Minute, StatusInterval: 15 * time.Second}
+	return Options{TargetWorkers: 16, AttemptTimeout: 2 * time.Minute, StatusInterval: 15 * time.Second, DefaultServiceAccount: "default"}
 }
 
 // NewScheme returns the types the controller reads: Kubernetes' own and the
@@ -96,6 +100,10 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 			ClusterResourceNamespace: opts.ClusterResourceNamespace,
 		}),
 		Now: time.Now,
+		Identities: &steps.Identities{
+			Config: mgr.GetConfig(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+			DefaultServiceAccount: opts.DefaultServiceAccount,
+		},
 	}
 	policies := &teardownpolicy.Reconciler{
 		Manager: mgr, Index: index, Targets: targets, Runner: runner, Recorder: recorder,

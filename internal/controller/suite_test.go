@@ -43,6 +43,7 @@ import (
 // One control plane and one running teardown-controller serve every
 // scenario in this package, as one would in a cluster.
 var (
+	env *testenv.Env
 	cfg *rest.Config
 	k8s client.Client
 )
@@ -54,6 +55,7 @@ func TestMain(m *testing.M) {
 	}
 	opts := testenv.Options{CRDDirectoryPaths: []string{filepath.Join(root, "config", "crd", "bases")}}
 	testenv.Main(m, opts, func(e *testenv.Env) {
+		env = e
 		cfg = rest.CopyConfig(e.Config)
 		// Scenarios poll the API every 50ms; client-go's default 5 QPS would
 		// make every wait a wait on the rate limiter.

@@ -122,6 +122,11 @@ func TestYAMLExamples(t *testing.T) {
 					if err != nil && !apierrors.IsAlreadyExists(err) {
 						t.Fatal(err)
 					}
+					// As the docs say: a TeardownPolicy acts as a ServiceAccount
+					// of its namespace, which its owner grants what it needs.
+					if err := testenv.GrantServiceAccount(t.Context(), k8s, ns, "default", "edit"); err != nil {
+						t.Fatal(err)
+					}
 				}
 				if err := k8s.Create(t.Context(), obj); err != nil {
 					t.Errorf("the API server refused %s: %v\n%s", where, err, doc)

@@ -93,6 +93,11 @@ func (x *Identities) forServiceAccount(namespace, name string) (client.Client, e
 	return c, nil
 }
 
+// ClientsFor returns the reader and the writer pol's steps act with.
+func (r *Runner) ClientsFor(pol *policy.Policy) (client.Reader, client.Client, error) {
+	return r.clients(pol)
+}
+
 // clients returns the reader and the writer pol's steps act with.
 func (r *Runner) clients(pol *policy.Policy) (client.Reader, client.Client, error) {
 	if r.Identities == nil || pol.Ref.Kind == policy.KindCluster {

@@ -49,7 +49,20 @@ func JobName(policyUID, targetUID, step string) string {
 
 // jobNamespace is where the Job runs: the step's namespace, else the
 // policy's. A cluster policy's Job step must name one.
+// jobServiceAccount is the ServiceAccount a policy's Jobs run as: a
+// TeardownPolicy's own identity; "" (the template's choice) for a
+// ClusterTeardownPolicy.
+func (r *Runner) jobServiceAccount(pol *policy.Policy) (string, error) {
+	if r.Identities == nil {
+		return "", nil
+	}
+	return r.Identities.ServiceAccount(pol)
+}
+
 func jobNamespace(pol *policy.Policy, j *teardownv1alpha1.JobAction) (string, error) {
+	if pol.Ref.Kind == policy.KindNamespaced && j.Namespace != "" && j.Namespace != pol.Ref.Namespace {
+		return "", fmt.Errorf("job.namespace %s: a TeardownPolicy's Jobs run in its own namespace %s", j.Namespace, pol.Ref.Namespace)
+	}
 	if j.Namespace != "" {
 		return j.Namespace, nil
 	}
@@ -64,12 +77,16 @@ func (r *Runner) job(ctx context.Context, pol *policy.Policy, step teardownv1alp
 	if err != nil {
 		return transient(err)
 	}
+	reader, writer, err := r.clients(pol)
+	if err != nil {
+		return transient(err)
+	}
 	name := JobName(string(pol.UID), string(t.Obj.GetUID()), step.Name)
 	job := &batchv1.Job{}
-	err = r.Reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, job)
+	err = reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, job)
 	switch {
 	case apierrors.IsNotFound(err):
-		return r.createJob(ctx, pol, step, t, ns, name)
+		return r.createJob(ctx, writer, pol, step, t, ns, name)
 	case err != nil:
 		return transient(fmt.Errorf("reading Job %s/%s: %w", ns, name, err))
 	}
@@ -79,7 +96,7 @@ func (r *Runner) job(ctx context.Context, pol *policy.Policy, step teardownv1alp
 		}
 		switch c.Type {
 		case batchv1.JobComplete:
-			if err := r.removeJob(ctx, job); err != nil {
+			if err := removeJob(ctx, writer, job); err != nil {
 				return transient(err)
 			}
 			return done()
@@ -87,7 +104,7 @@ func (r *Runner) job(ctx context.Context, pol *policy.Policy, step teardownv1alp
 			// Removed so that a retry starts a fresh Job. Until it is
 			// removed the failure is not reported, so that a Continue or
 			// Release never leaves a failed Job behind.
-			if err := r.removeJob(ctx, job); err != nil {
+			if err := removeJob(ctx, writer, job); err != nil {
 				return transient(err)
 			}
 			return failed(fmt.Errorf("Job %s/%s failed: %s: %s", ns, name, cleanText(c.Reason, maxWebhookStatus), cleanText(c.Message, maxWebhookMessage)))
@@ -96,7 +113,7 @@ func (r *Runner) job(ctx context.Context, pol *policy.Policy, step teardownv1alp
 	return pending(0, "Job %s/%s is running", ns, name)
 }
 
-func (r *Runner) createJob(ctx context.Context, pol *policy.Policy, step teardownv1alpha1.Step, t Target, ns, name string) outcome {
+func (r *Runner) createJob(ctx context.Context, writer client.Client, pol *policy.Policy, step teardownv1alpha1.Step, t Target, ns, name string) outcome {
 	nsObj := &corev1.Namespace{}
 	if err := r.Reader.Get(ctx, client.ObjectKey{Name: ns}, nsObj); err != nil {
 		return transient(fmt.Errorf("reading namespace %s for the Job: %w", ns, err))
@@ -104,8 +121,12 @@ func (r *Runner) createJob(ctx context.Context, pol *policy.Policy, step teardow
 	if nsObj.DeletionTimestamp != nil {
 		return transient(fmt.Errorf("namespace %s is terminating, so no Job can be created there; set job.namespace to run the cleanup elsewhere", ns))
 	}
-	job := NewJob(pol, step, t, ns)
-	if err := r.Client.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {
+	sa, err := r.jobServiceAccount(pol)
+	if err != nil {
+		return transient(err)
+	}
+	job := NewJob(pol, step, t, ns, sa)
+	if err := writer.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {
 		return transient(fmt.Errorf("creating Job %s/%s: %w", ns, name, err))
 	}
 	return pending(0, "started Job %s/%s", ns, name)
@@ -114,7 +135,9 @@ func (r *Runner) createJob(ctx context.Context, pol *policy.Policy, step teardow
 // NewJob is the Job a job step creates in namespace ns for target t: the
 // step's template, the target's identity in the environment, labels to find
 // it by, no TTL. The policy controller dry-runs it to validate the template.
-func NewJob(pol *policy.Policy, step teardownv1alpha1.Step, t Target, ns string) *batchv1.Job {
+// A non-empty serviceAccount is the one its pods run as, whatever the
+// template says (validation refuses a template naming another).
+func NewJob(pol *policy.Policy, step teardownv1alpha1.Step, t Target, ns, serviceAccount string) *batchv1.Job {
 	tmpl := step.Job.Template
 	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{
@@ -155,6 +178,9 @@ func NewJob(pol *policy.Policy, step teardownv1alpha1.Step, t Target, ns string)
 	if pod.RestartPolicy == "" {
 		pod.RestartPolicy = corev1.RestartPolicyNever
 	}
+	if serviceAccount != "" {
+		pod.ServiceAccountName, pod.DeprecatedServiceAccount = serviceAccount, ""
+	}
 	return job
 }
 
@@ -168,8 +194,8 @@ func labelValue(name string) string {
 	return strings.TrimRight(name[:46], "-_.") + "-" + hex.EncodeToString(sum[:8])
 }
 
-func (r *Runner) removeJob(ctx context.Context, job *batchv1.Job) error {
-	err := r.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground))
+func removeJob(ctx context.Context, writer client.Client, job *batchv1.Job) error {
+	err := writer.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground))
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("removing Job %s/%s: %w", job.Namespace, job.Name, err)
 	}

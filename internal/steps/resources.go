@@ -21,13 +21,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/policy"
 )
 
 // listOptions scopes a step's resource selector: namespaced kinds are looked
 // up in the target's namespace (inside the target itself when it is a
 // Namespace; every namespace for another cluster-scoped target),
-// cluster-scoped kinds cluster-wide.
-func (r *Runner) listOptions(res teardownv1alpha1.ResourceSelector, t Target) (schema.GroupVersionKind, []client.ListOption, error) {
+// cluster-scoped kinds cluster-wide. A TeardownPolicy's steps reach only
+// namespaced kinds in its own namespace (ScopeError otherwise; validation
+// refuses such a policy before it is served).
+func (r *Runner) listOptions(pol *policy.Policy, res teardownv1alpha1.ResourceSelector, t Target) (schema.GroupVersionKind, []client.ListOption, error) {
 	gv, err := schema.ParseGroupVersion(res.APIVersion)
 	if err != nil {
 		return schema.GroupVersionKind{}, nil, fmt.Errorf("apiVersion %q: %w", res.APIVersion, err)
@@ -38,7 +41,13 @@ func (r *Runner) listOptions(res teardownv1alpha1.ResourceSelector, t Target) (s
 		return gvk, nil, fmt.Errorf("kind %s: %w", gvk, err)
 	}
 	var opts []client.ListOption
-	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+	namespaced := mapping.Scope.Name() == meta.RESTScopeNameNamespace
+	if pol.Ref.Kind == policy.KindNamespaced {
+		if !namespaced {
+			return gvk, nil, &ScopeError{Kind: gvk.Kind}
+		}
+		opts = append(opts, client.InNamespace(pol.Ref.Namespace))
+	} else if namespaced {
 		switch {
 		case t.Obj.GetNamespace() != "":
 			opts = append(opts, client.InNamespace(t.Obj.GetNamespace()))
@@ -57,20 +66,31 @@ func (r *Runner) listOptions(res teardownv1alpha1.ResourceSelector, t Target) (s
 	return gvk, opts, nil
 }
 
-func (r *Runner) delete(ctx context.Context, d *teardownv1alpha1.DeleteAction, t Target) outcome {
+// ScopeError says a TeardownPolicy's step names a cluster-scoped kind.
+type ScopeError struct{ Kind string }
+
+func (e *ScopeError) Error() string {
+	return fmt.Sprintf("%s is cluster-scoped: a TeardownPolicy's steps reach only namespaced kinds in its own namespace; use a ClusterTeardownPolicy", e.Kind)
+}
+
+func (r *Runner) delete(ctx context.Context, pol *policy.Policy, d *teardownv1alpha1.DeleteAction, t Target) outcome {
+	reader, writer, err := r.clients(pol)
+	if err != nil {
+		return transient(err)
+	}
 	propagation := d.PropagationPolicy
 	if propagation == "" {
 		propagation = metav1.DeletePropagationForeground
 	}
 	var remaining []string
 	for _, res := range d.Resources {
-		gvk, opts, err := r.listOptions(res, t)
+		gvk, opts, err := r.listOptions(pol, res, t)
 		if err != nil {
 			return transient(err)
 		}
 		list := &metav1.PartialObjectMetadataList{}
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		if err := r.Reader.List(ctx, list, opts...); err != nil {
+		if err := reader.List(ctx, list, opts...); err != nil {
 			return transient(fmt.Errorf("listing %s: %w", gvk.Kind, err))
 		}
 		for i := range list.Items {
@@ -80,7 +100,7 @@ func (r *Runner) delete(ctx context.Context, d *teardownv1alpha1.DeleteAction, t
 			if obj.DeletionTimestamp != nil {
 				continue // already going; deleting again only costs a write
 			}
-			err := r.Client.Delete(ctx, obj, client.PropagationPolicy(propagation), client.Preconditions{UID: &obj.UID})
+			err := writer.Delete(ctx, obj, client.PropagationPolicy(propagation), client.Preconditions{UID: &obj.UID})
 			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 				return transient(fmt.Errorf("deleting %s %s: %w", gvk.Kind, client.ObjectKeyFromObject(obj), err))
 			}
@@ -92,19 +112,23 @@ func (r *Runner) delete(ctx context.Context, d *teardownv1alpha1.DeleteAction, t
 	return pending(0, "waiting for %d object(s) to be gone: %s", len(remaining), summarize(remaining))
 }
 
-func (r *Runner) wait(ctx context.Context, cond cel.Program, w *teardownv1alpha1.WaitAction, t Target) outcome {
+func (r *Runner) wait(ctx context.Context, pol *policy.Policy, cond cel.Program, w *teardownv1alpha1.WaitAction, t Target) outcome {
+	reader, _, err := r.clients(pol)
+	if err != nil {
+		return transient(err)
+	}
 	if cond == nil {
 		return transient(fmt.Errorf("condition %q is not compiled", orDefault(w.Condition, defaultCondition)))
 	}
 	var objects []any
 	for _, res := range w.Resources {
-		gvk, opts, err := r.listOptions(res, t)
+		gvk, opts, err := r.listOptions(pol, res, t)
 		if err != nil {
 			return transient(err)
 		}
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		if err := r.Reader.List(ctx, list, opts...); err != nil {
+		if err := reader.List(ctx, list, opts...); err != nil {
 			return transient(fmt.Errorf("listing %s: %w", gvk.Kind, err))
 		}
 		for _, item := range list.Items {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -23,7 +24,9 @@ import (
 var namespaceCounter atomic.Int64
 
 // NewNamespace creates a namespace named after the test, so that tests
-// sharing a control plane never see each other's objects.
+// sharing a control plane never see each other's objects. Its "default"
+// ServiceAccount may edit it (the built-in edit ClusterRole), as a
+// namespace's owner would grant: TeardownPolicies there act as it.
 func NewNamespace(t testing.TB, c client.Client) string {
 	t.Helper()
 	name := fmt.Sprintf("%s-%d", strings.ToLower(t.Name()), namespaceCounter.Add(1))
@@ -34,7 +37,24 @@ func NewNamespace(t testing.TB, c client.Client) string {
 	if err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
 		t.Fatalf("creating namespace %s: %v", name, err)
 	}
+	if err := GrantServiceAccount(context.Background(), c, name, "default", "edit"); err != nil {
+		t.Fatal(err)
+	}
 	return name
+}
+
+// GrantServiceAccount binds clusterRole (such as the built-in "edit") to
+// ServiceAccount sa in namespace ns, within ns.
+func GrantServiceAccount(ctx context.Context, c client.Client, ns, sa, clusterRole string) error {
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: sa + "-" + clusterRole, Namespace: ns},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: clusterRole},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: ns}},
+	}
+	if err := c.Create(ctx, binding); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("granting %s to ServiceAccount %s/%s: %w", clusterRole, ns, sa, err)
+	}
+	return nil
 }
 
 // Eventually polls cond every 50ms until it holds, failing the test after

@@ -35,8 +35,9 @@ import (
 )
 
 // DefaultControllers are the kube-controller-manager controllers the
-// finalizer semantics depend on.
-var DefaultControllers = []string{"garbagecollector", "namespace"}
+// finalizer semantics depend on, and the one that fills the aggregated
+// ClusterRoles (admin, edit, view) that tests grant ServiceAccounts.
+var DefaultControllers = []string{"garbagecollector", "namespace", "clusterrole-aggregation"}
 
 // Options configure Start.
 type Options struct {

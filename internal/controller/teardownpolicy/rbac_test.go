@@ -41,9 +41,9 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	opts := testenv.Options{
+		// Aggregated ClusterRoles are filled by kube-controller-manager's
+		// clusterrole-aggregation, one of testenv.DefaultControllers.
 		CRDDirectoryPaths: []string{filepath.Join(root, "config", "crd", "bases")},
-		// Aggregated ClusterRoles are filled by kube-controller-manager.
-		Controllers: append(slices.Clone(testenv.DefaultControllers), "clusterrole-aggregation"),
 	}
 	testenv.Main(m, opts, func(e *testenv.Env) {
 		scheme, err := controller.NewScheme()

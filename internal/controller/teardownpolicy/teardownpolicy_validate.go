@@ -54,15 +54,34 @@ func (r *Reconciler) validate(ctx context.Context, pol *policy.Policy, polErr er
 		return cond, false
 	}
 	if cond, ok := r.checkOwner(ctx, pol); !ok {
+		// Another policy owns the key now: this one must stop acting on
+		// it, even if an earlier version of it was served.
+		r.Index.Delete(pol.Ref)
 		return cond, false
 	}
 	return r.checkForeignKey(ctx, pol)
 }
 
-// needs lists every permission pol needs from the controller; a kind the
-// API server does not serve makes the policy not Ready.
+// needs lists every permission pol needs, from the controller or from the
+// ServiceAccount a TeardownPolicy acts as, and refuses what a policy may
+// not ask for at all: a kind the API server does not serve, and for a
+// TeardownPolicy anything outside its namespace.
 func (r *Reconciler) needs(pol *policy.Policy) ([]access, metav1.Condition, bool) {
+	sa := ""
+	if pol.Ref.Kind == policy.KindNamespaced {
+		var err error
+		if sa, err = r.Runner.Identities.ServiceAccount(pol); err != nil {
+			return nil, notReady(teardownv1alpha1.NoServiceAccountReason, "%s", err), false
+		}
+	}
+	// Steps act as the policy's ServiceAccount when it has one, else as
+	// the controller.
+	stepsActor := actor{serviceAccount: sa, namespace: pol.Ref.Namespace}
 	var needs []access
+	if sa != "" {
+		serviceAccounts := corev1.SchemeGroupVersion.WithResource("serviceaccounts")
+		needs = append(needs, access{what: "spec.serviceAccountName", verb: "impersonate", resource: serviceAccounts, namespace: pol.Ref.Namespace, name: sa})
+	}
 	mapper := r.Manager.GetRESTMapper()
 	for i, t := range pol.Targets {
 		mapping, err := mapper.RESTMapping(t.GVK.GroupKind(), t.GVK.Version)
@@ -76,8 +95,12 @@ func (r *Reconciler) needs(pol *policy.Policy) ([]access, metav1.Condition, bool
 		// One metadata-only informer per kind serves every policy, so
 		// watching is cluster-wide even for a namespaced policy.
 		what := fmt.Sprintf("spec.targets[%d]", i)
-		needs = append(needs, access{what, "list", mapping.Resource, ""}, access{what, "watch", mapping.Resource, ""},
-			access{what, "patch", mapping.Resource, pol.Ref.Namespace})
+		needs = append(needs, access{what: what, verb: "list", resource: mapping.Resource}, access{what: what, verb: "watch", resource: mapping.Resource},
+			access{what: what, verb: "patch", resource: mapping.Resource, namespace: pol.Ref.Namespace})
+		if sa != "" {
+			// A policy guards only what its author's identity may change.
+			needs = append(needs, access{who: stepsActor, what: what, verb: "patch", resource: mapping.Resource, namespace: pol.Ref.Namespace})
+		}
 	}
 	for i, s := range pol.Steps {
 		what := fmt.Sprintf("spec.steps[%d] (%s)", i, s.Name)
@@ -89,9 +112,29 @@ func (r *Reconciler) needs(pol *policy.Policy) ([]access, metav1.Condition, bool
 		case s.Wait != nil:
 			resources = s.Wait.Resources
 		case s.Job != nil:
+			ns := jobNamespace(pol, s.Job)
+			if pol.Ref.Kind == policy.KindNamespaced {
+				if ns != pol.Ref.Namespace {
+					return nil, notReady(teardownv1alpha1.ClusterScopedKindReason, "%s: job.namespace %s: a TeardownPolicy's Jobs run in its own namespace", what, ns), false
+				}
+				if tsa := s.Job.Template.Spec.Template.Spec.ServiceAccountName; tsa != "" && tsa != sa {
+					return nil, notReady(teardownv1alpha1.InvalidJobTemplateReason, "%s: the Job's pods would run as ServiceAccount %s; a TeardownPolicy's Jobs run as its own ServiceAccount %s", what, tsa, sa), false
+				}
+			}
 			jobs := batchv1.SchemeGroupVersion.WithResource("jobs")
 			for _, verb := range []string{"get", "create", "delete"} {
-				needs = append(needs, access{what, verb, jobs, jobNamespace(pol, s.Job)})
+				needs = append(needs, access{who: stepsActor, what: what, verb: verb, resource: jobs, namespace: ns})
+			}
+		case s.Webhook != nil:
+			if err := r.Runner.HTTP.CheckDestination(s.Webhook); err != nil {
+				return nil, notReady(teardownv1alpha1.InvalidWebhookReason, "%s: %s", what, err), false
+			}
+			if svc := s.Webhook.Service; svc != nil && pol.Ref.Kind == policy.KindNamespaced && svc.Namespace != pol.Ref.Namespace {
+				return nil, notReady(teardownv1alpha1.ClusterScopedKindReason, "%s: webhook.service in namespace %s: a TeardownPolicy calls Services of its own namespace only", what, svc.Namespace), false
+			}
+			if ref := s.Webhook.SigningSecretRef; ref != nil && sa != "" {
+				secrets := corev1.SchemeGroupVersion.WithResource("secrets")
+				needs = append(needs, access{who: stepsActor, what: what + " signingSecretRef", verb: "get", resource: secrets, namespace: pol.Ref.Namespace, name: ref.Name})
 			}
 		}
 		for _, res := range resources {
@@ -103,8 +146,11 @@ func (r *Reconciler) needs(pol *policy.Policy) ([]access, metav1.Condition, bool
 			if err != nil {
 				return nil, notReady(teardownv1alpha1.UnknownKindReason, "%s: %s %s is not served by the API server: %s", what, res.APIVersion, res.Kind, err), false
 			}
+			if pol.Ref.Kind == policy.KindNamespaced && mapping.Scope.Name() == meta.RESTScopeNameRoot {
+				return nil, notReady(teardownv1alpha1.ClusterScopedKindReason, "%s: %s is cluster-scoped; a TeardownPolicy's steps reach only namespaced kinds in its own namespace", what, res.Kind), false
+			}
 			for _, verb := range verbs {
-				needs = append(needs, access{what, verb, mapping.Resource, pol.Ref.Namespace})
+				needs = append(needs, access{who: stepsActor, what: what, verb: verb, resource: mapping.Resource, namespace: pol.Ref.Namespace})
 			}
 		}
 	}
@@ -121,12 +167,28 @@ func jobNamespace(pol *policy.Policy, j *teardownv1alpha1.JobAction) string {
 	return pol.Ref.Namespace
 }
 
-// access is one permission a policy needs from the controller.
+// actor is who needs a permission: the controller (zero value) or a
+// ServiceAccount the controller impersonates.
+type actor struct {
+	serviceAccount string
+	namespace      string
+}
+
+func (a actor) String() string {
+	if a.serviceAccount == "" {
+		return "the controller"
+	}
+	return "ServiceAccount " + a.namespace + "/" + a.serviceAccount
+}
+
+// access is one permission a policy needs.
 type access struct {
+	who       actor
 	what      string // the spec field that needs it
 	verb      string
 	resource  schema.GroupVersionResource
 	namespace string // empty: cluster-wide
+	name      string // empty: any
 }
 
 // clusterCheckTTL is how long a policy version's checks against the
@@ -176,31 +238,36 @@ func (r *Reconciler) checkCluster(ctx context.Context, pol *policy.Policy, needs
 
 func (r *Reconciler) firstFailedCheck(ctx context.Context, pol *policy.Policy, needs []access) (*metav1.Condition, error) {
 	for _, need := range needs {
-		review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
-			ResourceAttributes: &authorizationv1.ResourceAttributes{
-				Verb: need.verb, Group: need.resource.Group, Version: need.resource.Version,
-				Resource: need.resource.Resource, Namespace: need.namespace,
-			},
-		}}
-		if err := r.direct.Create(ctx, review); err != nil {
+		allowed, err := r.allowed(ctx, need)
+		if err != nil {
 			return nil, err
 		}
-		if !review.Status.Allowed {
+		if !allowed {
 			where := "cluster-wide"
 			if need.namespace != "" {
 				where = "in namespace " + need.namespace
 			}
-			c := notReady(teardownv1alpha1.ForbiddenReason,
-				"%s: the controller may not %s %s %s; grant it with a ClusterRole labelled teardown.dev/aggregate-to-controller: \"true\"",
-				need.what, need.verb, need.resource.GroupResource(), where)
+			object := need.resource.GroupResource().String()
+			if need.name != "" {
+				object += " " + need.name
+			}
+			grant := "grant it with a ClusterRole labelled teardown.dev/aggregate-to-controller: \"true\""
+			if need.who.serviceAccount != "" {
+				grant = "bind it a Role in namespace " + need.who.namespace + " that allows it"
+			}
+			c := notReady(teardownv1alpha1.ForbiddenReason, "%s: %s may not %s %s %s; %s", need.what, need.who, need.verb, object, where, grant)
 			return &c, nil
 		}
+	}
+	sa := ""
+	if pol.Ref.Kind == policy.KindNamespaced {
+		sa, _ = r.Runner.Identities.ServiceAccount(pol) // checked by needs
 	}
 	for i, s := range pol.Steps {
 		if s.Job == nil {
 			continue
 		}
-		if msg, err := r.dryRunJob(ctx, pol, s.Step); err != nil {
+		if msg, err := r.dryRunJob(ctx, pol, s.Step, sa); err != nil {
 			return nil, err
 		} else if msg != "" {
 			c := notReady(teardownv1alpha1.InvalidJobTemplateReason, "spec.steps[%d] (%s): the API server refuses its Job: %s", i, s.Name, msg)
@@ -210,14 +277,49 @@ func (r *Reconciler) firstFailedCheck(ctx context.Context, pol *policy.Policy, n
 	return nil, nil
 }
 
+// allowed asks the API server whether need's actor may do it: a
+// SelfSubjectAccessReview for the controller, a SubjectAccessReview for a
+// ServiceAccount (with the groups the API server gives it).
+func (r *Reconciler) allowed(ctx context.Context, need access) (bool, error) {
+	attrs := &authorizationv1.ResourceAttributes{
+		Verb: need.verb, Group: need.resource.Group, Version: need.resource.Version,
+		Resource: need.resource.Resource, Namespace: need.namespace, Name: need.name,
+	}
+	if need.who.serviceAccount == "" {
+		review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: attrs}}
+		if err := r.direct.Create(ctx, review); err != nil {
+			return false, err
+		}
+		return review.Status.Allowed, nil
+	}
+	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		ResourceAttributes: attrs,
+		User:               steps.Username(need.who.namespace, need.who.serviceAccount),
+		Groups:             steps.Groups(need.who.namespace),
+	}}
+	if err := r.direct.Create(ctx, review); err != nil {
+		return false, err
+	}
+	return review.Status.Allowed, nil
+}
+
 // dryRunJob creates step's Job, as the step would for some target, with a
 // server-side dry run. It returns why the API server refused it; an error
 // when it could not tell.
-func (r *Reconciler) dryRunJob(ctx context.Context, pol *policy.Policy, step teardownv1alpha1.Step) (string, error) {
+func (r *Reconciler) dryRunJob(ctx context.Context, pol *policy.Policy, step teardownv1alpha1.Step, serviceAccount string) (string, error) {
 	probe := steps.Target{GVK: corev1.SchemeGroupVersion.WithKind("ConfigMap"), Obj: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
 		Name: "dry-run", Namespace: pol.Ref.Namespace, UID: "00000000-0000-0000-0000-000000000000"}}}
-	job := steps.NewJob(pol, step, probe, jobNamespace(pol, step.Job))
-	err := r.direct.Create(ctx, job, client.DryRunAll)
+	job := steps.NewJob(pol, step, probe, jobNamespace(pol, step.Job), serviceAccount)
+	// Dry-run as whoever will create it for real, so admission judges the
+	// same request.
+	creator := client.Client(r.direct)
+	if serviceAccount != "" {
+		var err error
+		if _, creator, err = r.Runner.ClientsFor(pol); err != nil {
+			return "", err
+		}
+	}
+	err := creator.Create(ctx, job, client.DryRunAll)
 	switch {
 	case err == nil, apierrors.IsAlreadyExists(err):
 		return "", nil
@@ -233,13 +335,27 @@ func (r *Reconciler) dryRunJob(ctx context.Context, pol *policy.Policy, step tea
 }
 
 // checkOwner makes sure pol owns its key: of every policy whose key and
-// target kinds overlap it, only the oldest is served. Read from the policies
-// in the cache, so every replica and every restart decides alike.
+// target kinds overlap it, only the oldest is served.
 func (r *Reconciler) checkOwner(ctx context.Context, pol *policy.Policy) (metav1.Condition, bool) {
+	mine := policy.Claim{Ref: pol.Ref, Created: pol.Created, Key: pol.Key, Kinds: pol.Kinds()}
+	owner, err := r.ownerOf(ctx, mine)
+	if err != nil {
+		return notReady(teardownv1alpha1.FinalizerConflictReason, "finding who owns finalizer %s: %s", pol.Key, err), false
+	}
+	if owner.Ref != pol.Ref {
+		return notReady(teardownv1alpha1.FinalizerConflictReason,
+			"%s, created earlier, owns finalizer %s for the same kinds; this policy is not served while it does", owner.Ref, pol.Key), false
+	}
+	return metav1.Condition{}, true
+}
+
+// ownerOf returns the owner of mine's key, read from the policies in the
+// cache, so every replica and every restart decides alike.
+func (r *Reconciler) ownerOf(ctx context.Context, mine policy.Claim) (policy.Claim, error) {
 	var claims []policy.Claim
 	namespaced := &teardownv1alpha1.TeardownPolicyList{}
 	if err := r.client.List(ctx, namespaced); err != nil {
-		return notReady(teardownv1alpha1.FinalizerConflictReason, "listing policies to find who owns finalizer %s: %s", pol.Key, err), false
+		return policy.Claim{}, fmt.Errorf("listing policies: %w", err)
 	}
 	for i := range namespaced.Items {
 		if c, ok := policy.ClaimOf(&namespaced.Items[i]); ok {
@@ -248,19 +364,14 @@ func (r *Reconciler) checkOwner(ctx context.Context, pol *policy.Policy) (metav1
 	}
 	cluster := &teardownv1alpha1.ClusterTeardownPolicyList{}
 	if err := r.client.List(ctx, cluster); err != nil {
-		return notReady(teardownv1alpha1.FinalizerConflictReason, "listing policies to find who owns finalizer %s: %s", pol.Key, err), false
+		return policy.Claim{}, fmt.Errorf("listing policies: %w", err)
 	}
 	for i := range cluster.Items {
 		if c, ok := policy.ClaimOf(&cluster.Items[i]); ok {
 			claims = append(claims, c)
 		}
 	}
-	mine := policy.Claim{Ref: pol.Ref, Created: pol.Created, Key: pol.Key, Kinds: pol.Kinds()}
-	if owner := policy.Owner(mine, claims); owner.Ref != pol.Ref {
-		return notReady(teardownv1alpha1.FinalizerConflictReason,
-			"%s, created earlier, owns finalizer %s for the same kinds; this policy is not served while it does", owner.Ref, pol.Key), false
-	}
-	return metav1.Condition{}, true
+	return policy.Owner(mine, claims), nil
 }
 
 // checkForeignKey refuses an Automatic policy whose key is already on
