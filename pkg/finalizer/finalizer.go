@@ -428,12 +428,12 @@ func (f *Finalizers) countAttempt(key inProgressKey, recorded int) int {
 }
 
 // recordProgress writes p as the finalizer's progress annotation when it says
-// something new: a new state, a passed deadline, or a new message not written
-// in the last progressRewriteAfter.
+// something new: a new state, a passed deadline, or a new message or attempt
+// count not written in the last progressRewriteAfter.
 func (f *Finalizers) recordProgress(ctx context.Context, obj client.Object, prev, p Progress) {
 	now := f.now()
 	if prev.State == p.State && prev.DeadlineExceeded == p.DeadlineExceeded &&
-		(prev.Message == p.Message || now.Sub(prev.Updated) < progressRewriteAfter) {
+		(prev.Message == p.Message && prev.Attempts == p.Attempts || now.Sub(prev.Updated) < progressRewriteAfter) {
 		return
 	}
 	p.Updated = now.UTC().Truncate(time.Second)

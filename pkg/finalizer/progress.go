@@ -126,7 +126,8 @@ func readOneProgress(obj metav1.Object, finalizer string) (Progress, bool) {
 // so other annotations and other finalizers' records are left alone.
 func progressPatch(p Progress) ([]byte, error) {
 	if len(p.Message) > maxProgressMessage {
-		p.Message = p.Message[:maxProgressMessage-3] + "..."
+		// Cut on a character boundary: a split one would be stored as U+FFFD.
+		p.Message = strings.ToValidUTF8(p.Message[:maxProgressMessage-3], "") + "..."
 	}
 	value, err := json.Marshal(p)
 	if err != nil {
