@@ -105,7 +105,7 @@ CHAOS_N ?= 1000
 chaos: control-plane ## Delete CHAOS_N (default 1,000) guarded objects through 20+ controller kills, a kube-apiserver restart, a leader failover and mid-teardown edits; print kills, restarts, webhook calls per object and drain times (TEARDOWN_CHAOS_SEED replays a run; log in bin/chaos.log).
 	@mkdir -p bin; status=0; \
 	TEARDOWN_CHAOS_N=$(CHAOS_N) $(GO) test -count=1 -timeout=30m -run '^TestChaos$$' -v ./internal/chaos/ 2>&1 | tee bin/chaos.log || status=$$?; \
-	echo; grep -A12 'CHAOS FIGURES' bin/chaos.log || true; \
+	echo; grep -A14 'CHAOS FIGURES' bin/chaos.log || true; \
 	exit $$status
 
 .PHONY: build

@@ -515,6 +515,8 @@ func TestChaos(t *testing.T) {
 	}
 	t.Logf("  drain after a controller kill:     %s (%d objects opened at the kill)", drainAfterKill.Round(10*time.Millisecond), r.killBatchSize)
 	t.Logf("  drain after kube-apiserver restart: %s (%d objects opened as it went down)", drainAfterAPI.Round(10*time.Millisecond), r.apiBatchSize)
+	t.Logf("  kill batch, after the restart:     %s", r.breakdown(srv, "kill", r.killUpAt))
+	t.Logf("  apiserver batch, after it is back: %s", r.breakdown(srv, "apiserver", r.apiUpAt))
 	t.Logf("  deletions observed by the watch:   %d (%d gone unobserved, %d watch relists)", observed, unobserved, resets)
 	t.Logf("  early removals:                    %d; objects without a Success: %d", len(early), len(missing))
 
@@ -534,6 +536,56 @@ func TestChaos(t *testing.T) {
 	if r.killsMid.Load() < 20 {
 		t.Errorf("harness: only %d kills happened while objects were left (want at least 20)", r.killsMid.Load())
 	}
+}
+
+// breakdown says, for the objects of a batch, how long after since their
+// first webhook call, their first Success and their DELETED event came
+// (median and maximum), to tell a slow controller from a slow API.
+func (r *chaosRun) breakdown(srv *cleanupServer, batch string, since time.Time) string {
+	if since.IsZero() {
+		return "-"
+	}
+	inBatch := map[types.UID]bool{}
+	for _, name := range r.names {
+		if r.gates[name].batch == batch {
+			inBatch[r.uids[name]] = true
+		}
+	}
+	firstCall := map[types.UID]time.Time{}
+	srv.mu.Lock()
+	for _, c := range srv.log {
+		if inBatch[c.UID] && c.At.After(since) {
+			if _, ok := firstCall[c.UID]; !ok {
+				firstCall[c.UID] = c.At
+			}
+		}
+	}
+	var calls, successes, deletions []time.Duration
+	for uid := range inBatch {
+		if at, ok := firstCall[uid]; ok {
+			calls = append(calls, at.Sub(since))
+		}
+		if at, ok := srv.firstSuccess[uid]; ok && at.After(since) {
+			successes = append(successes, at.Sub(since))
+		}
+	}
+	srv.mu.Unlock()
+	r.delMu.Lock()
+	for uid := range inBatch {
+		if at, ok := r.deletedAt[uid]; ok && at.After(since) {
+			deletions = append(deletions, at.Sub(since))
+		}
+	}
+	r.delMu.Unlock()
+	return fmt.Sprintf("first call %s, first Success %s, DELETED %s (median/max)", medMax(calls), medMax(successes), medMax(deletions))
+}
+
+func medMax(ds []time.Duration) string {
+	if len(ds) == 0 {
+		return "-"
+	}
+	slices.Sort(ds)
+	return fmt.Sprintf("%s/%s", ds[len(ds)/2].Round(10*time.Millisecond), ds[len(ds)-1].Round(10*time.Millisecond))
 }
 
 // edit changes things mid-teardown: the labels of some objects (so they no

@@ -226,6 +226,15 @@ type cleanupServer struct {
 	stepSuccesses     map[string]int
 	names             map[types.UID]string
 	total             int
+	log               []callRecord
+}
+
+// callRecord is one call the cleanup server answered.
+type callRecord struct {
+	At     time.Time
+	UID    types.UID
+	Step   string
+	Answer answer
 }
 
 func newCleanupServer(t *testing.T, decide func(req webhookRequest) answer) *cleanupServer {
@@ -260,6 +269,7 @@ func (s *cleanupServer) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	uid := req.Object.UID
 	s.total++
+	s.log = append(s.log, callRecord{At: time.Now(), UID: uid, Step: req.Step, Answer: a})
 	s.calls[uid]++
 	s.names[uid] = req.Object.Name
 	if _, done := s.firstSuccess[uid]; done {
