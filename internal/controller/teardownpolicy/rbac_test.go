@@ -141,11 +141,21 @@ func TestShippedRBACIsEnough(t *testing.T) {
 	if c.Status != metav1.ConditionFalse || c.Reason != teardownv1alpha1.ForbiddenReason || !strings.Contains(c.Message, "spec.targets[0]: the controller may not list secrets cluster-wide") {
 		t.Errorf("denied policy Ready = %s %s %q, want False Forbidden: may not list secrets", c.Status, c.Reason, c.Message)
 	}
-	// A step that needs what was not granted is caught up front too, not at
-	// the first deletion.
+	// A step that needs what its ServiceAccount was not granted is caught
+	// up front too, not at the first deletion.
+	if err := admin.Create(t.Context(), &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "configmaps-only", Namespace: ns},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "patch"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.Create(t.Context(), &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "configmaps-only", Namespace: ns},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "configmaps-only"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "configmaps-only", Namespace: ns}}}); err != nil {
+		t.Fatal(err)
+	}
 	stepDenied := &teardownv1alpha1.TeardownPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: "wait-on-secrets", Namespace: ns},
 		Spec: teardownv1alpha1.TeardownPolicySpec{
+			ServiceAccountName: "configmaps-only",
 			Targets: []teardownv1alpha1.Target{{APIVersion: "v1", Kind: "ConfigMap",
 				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "y"}}}},
 			Steps: []teardownv1alpha1.Step{{Name: "secrets-gone", Wait: &teardownv1alpha1.WaitAction{
@@ -161,7 +171,7 @@ func TestShippedRBACIsEnough(t *testing.T) {
 	testenv.Eventually(t, 30*time.Second, "the step-denied policy's condition", readyOf(stepDenied))
 	c = meta.FindStatusCondition(stepDenied.Status.Conditions, teardownv1alpha1.ReadyCondition)
 	if c.Status != metav1.ConditionFalse || c.Reason != teardownv1alpha1.ForbiddenReason ||
-		!strings.Contains(c.Message, "spec.steps[0] (secrets-gone): the controller may not list secrets in namespace "+ns) {
+		!strings.Contains(c.Message, "spec.steps[0] (secrets-gone): ServiceAccount "+ns+"/configmaps-only may not list secrets in namespace "+ns) {
 		t.Errorf("step-denied policy Ready = %s %s %q, want False Forbidden naming the step", c.Status, c.Reason, c.Message)
 	}
 
