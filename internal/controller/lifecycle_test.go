@@ -175,7 +175,9 @@ func TestStartedTeardownOutlivesEdits(t *testing.T) {
 		}
 		mustBeReady(t, pol)
 	}
-	edit(func(s *teardownv1alpha1.TeardownPolicySpec) { s.Targets[0].Selector = selector("app", "steady", "tier", "b") })
+	edit(func(s *teardownv1alpha1.TeardownPolicySpec) {
+		s.Targets[0].Selector = selector("app", "steady", "tier", "b")
+	})
 	stillGuarded(t, narrowed, "old.example.com/steady", "when the selector was narrowed mid-teardown")
 
 	edit(func(s *teardownv1alpha1.TeardownPolicySpec) { s.Finalizer = "new.example.com/steady" })

@@ -143,7 +143,7 @@ func TestTenantCannotReachBeyondTheirRights(t *testing.T) {
 		"a Job as another ServiceAccount": {ts.policy("other-sa", jobStep("", "admin")), teardownv1alpha1.InvalidJobTemplateReason,
 			"would run as ServiceAccount admin"},
 		"a Job in another namespace": {ts.policy("other-ns", jobStep(ts.victim, "")), admissionRefuses, "runs its Jobs in its own namespace"},
-		"a Job at all": {ts.policy("job", jobStep("", "")), teardownv1alpha1.ForbiddenReason, "may not get jobs.batch"},
+		"a Job at all":               {ts.policy("job", jobStep("", "")), teardownv1alpha1.ForbiddenReason, "may not get jobs.batch"},
 		"guard Secrets": {func() *teardownv1alpha1.TeardownPolicy {
 			p := ts.policy("guard-secrets")
 			p.Spec.Targets[0].Kind = "Secret"

@@ -52,8 +52,8 @@ type Runner struct {
 	// Identities gives each policy's steps their identity (identity.go);
 	// nil means every step acts as the controller (Client, Reader).
 	Identities *Identities
-	Mapper meta.RESTMapper
-	HTTP   *HTTPClients
+	Mapper     meta.RESTMapper
+	HTTP       *HTTPClients
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
