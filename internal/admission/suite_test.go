@@ -104,8 +104,8 @@ func shippedPolicy() ([]*unstructured.Unstructured, error) {
 			out = append(out, obj)
 		}
 	}
-	if len(out) != 2 {
-		return nil, fmt.Errorf("config/default holds %d ValidatingAdmissionPolicy objects, want the policy and its binding", len(out))
+	if len(out) != 4 {
+		return nil, fmt.Errorf("config/default holds %d ValidatingAdmissionPolicy objects, want two policies and their bindings", len(out))
 	}
 	return out, nil
 }
