@@ -111,10 +111,15 @@ type TeardownPolicySpec struct {
 	// deadline bounds the whole teardown of one object, counted from its
 	// deletionTimestamp, such as 30m or 2h. When it passes, onDeadline
 	// applies. Unset means no deadline.
+	//
+	// Durations here and in timeouts have at most three parts, each at most
+	// 99999h, 9999999m, 999999999s (and so on down to ns), so that no value
+	// the schema accepts overflows a duration: a larger one is refused with
+	// the field's own message.
 	// +optional
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) > duration('0s')",message="deadline must be a positive duration such as 90s, 30m or 1h30m"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]{1,5}([.][0-9]{1,9})?h|[0-9]{1,7}([.][0-9]{1,9})?m|[0-9]{1,9}([.][0-9]{1,9})?s|[0-9]{1,12}([.][0-9]{1,9})?ms|[0-9]{1,15}([.][0-9]{1,9})?us|[0-9]{1,18}ns){1,3}$') && duration(self) > duration('0s')",message="deadline must be a positive duration such as 90s, 30m or 1h30m"
 	Deadline *metav1.Duration `json:"deadline,omitempty"`
 
 	// onDeadline says what happens when the deadline passes. Block (the
@@ -260,7 +265,7 @@ type Step struct {
 	// +optional
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) > duration('0s')",message="timeout must be a positive duration such as 30s, 5m or 1h"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]{1,5}([.][0-9]{1,9})?h|[0-9]{1,7}([.][0-9]{1,9})?m|[0-9]{1,9}([.][0-9]{1,9})?s|[0-9]{1,12}([.][0-9]{1,9})?ms|[0-9]{1,15}([.][0-9]{1,9})?us|[0-9]{1,18}ns){1,3}$') && duration(self) > duration('0s')",message="timeout must be a positive duration such as 30s, 5m or 1h"
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 
 	// onFailure says what happens when the step fails definitively: the
@@ -328,7 +333,7 @@ type WebhookAction struct {
 	// +kubebuilder:default="10s"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) > duration('0s') && duration(self) <= duration('5m')",message="webhook timeout must be a positive duration of at most 5m, such as 10s"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]{1,5}([.][0-9]{1,9})?h|[0-9]{1,7}([.][0-9]{1,9})?m|[0-9]{1,9}([.][0-9]{1,9})?s|[0-9]{1,12}([.][0-9]{1,9})?ms|[0-9]{1,15}([.][0-9]{1,9})?us|[0-9]{1,18}ns){1,3}$') && duration(self) > duration('0s') && duration(self) <= duration('5m')",message="webhook timeout must be a positive duration of at most 5m, such as 10s"
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 
 	// signingSecretRef names a key of a Secret holding the shared secret

@@ -220,6 +220,27 @@ func TestAdmissionRefusesInvalidPolicies(t *testing.T) {
 			want: "deadline must be a positive duration such as 90s, 30m or 1h30m",
 		},
 		{
+			name: "deadline too large to be a duration",
+			spec: "deadline: 9999999999h\n" + validTarget,
+			want: "deadline must be a positive duration such as 90s, 30m or 1h30m",
+		},
+		{
+			name: "deadline summing past what a duration holds",
+			spec: "deadline: 99999h99999h99999h99999h\n" + validTarget,
+			want: "deadline must be a positive duration such as 90s, 30m or 1h30m",
+		},
+		{
+			name: "serviceAccountName on a ClusterTeardownPolicy",
+			kind: kindCluster,
+			spec: "serviceAccountName: cleaner\n" + validTarget,
+			want: "a ClusterTeardownPolicy acts as the controller: serviceAccountName is for TeardownPolicy",
+		},
+		{
+			name: "bad onPolicyDeletion",
+			spec: "onPolicyDeletion: Explode\n" + validTarget,
+			want: `spec.onPolicyDeletion: Unsupported value: "Explode": supported values: "Finish", "Release"`,
+		},
+		{
 			name: "bad onDeadline",
 			spec: "onDeadline: Explode\n" + validTarget,
 			want: `spec.onDeadline: Unsupported value: "Explode": supported values: "Block", "Release"`,

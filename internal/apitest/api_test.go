@@ -152,6 +152,7 @@ func TestDefaultsAreApplied(t *testing.T) {
 	want.Steps[1].Webhook.Service.Port = ptr.To[int32](443)
 	want.Steps[2].Delete.PropagationPolicy = metav1.DeletePropagationForeground
 	want.Steps[3].Wait.Condition = "size(objects) == 0"
+	want.OnPolicyDeletion = teardownv1alpha1.PolicyDeletionFinish
 
 	namespaced := &teardownv1alpha1.TeardownPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: "defaults", Namespace: "default"},
@@ -196,15 +197,17 @@ func fullSpec() teardownv1alpha1.TeardownPolicySpec {
 			},
 			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}},
 		}},
-		Deadline:   &metav1.Duration{Duration: 45 * time.Minute},
-		OnDeadline: teardownv1alpha1.DeadlineRelease,
+		Deadline:         &metav1.Duration{Duration: 45 * time.Minute},
+		OnDeadline:       teardownv1alpha1.DeadlineRelease,
+		OnPolicyDeletion: teardownv1alpha1.PolicyDeletionRelease,
 		Steps: []teardownv1alpha1.Step{
 			{
 				Name: "call",
 				Webhook: &teardownv1alpha1.WebhookAction{
-					Service:  &teardownv1alpha1.ServiceReference{Namespace: "shop", Name: "cleaner", Port: ptr.To[int32](8443), Path: ptr.To("/v1/cleanup")},
-					CABundle: []byte("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"),
-					Timeout:  &metav1.Duration{Duration: 30 * time.Second},
+					Service:          &teardownv1alpha1.ServiceReference{Namespace: "shop", Name: "cleaner", Port: ptr.To[int32](8443), Path: ptr.To("/v1/cleanup")},
+					CABundle:         []byte("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"),
+					SigningSecretRef: &teardownv1alpha1.SecretKeyReference{Name: "cleaner-signing", Key: "hmac"},
+					Timeout:          &metav1.Duration{Duration: 30 * time.Second},
 				},
 				Timeout:   &metav1.Duration{Duration: 2 * time.Minute},
 				OnFailure: teardownv1alpha1.FailureContinue,
