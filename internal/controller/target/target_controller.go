@@ -268,13 +268,16 @@ func (r *Reconciler) apply(ctx context.Context, s *policy.Served, k policy.Serve
 // remove: obj is in the policy's scope and of a kind k is served for, and
 // the policy's selectors match it, or Teardown attached k to it, or its
 // cleanup under k has started (a progress record: every attempt that does
-// not finish at once writes one). A key put there by anyone else on an
-// object the policy does not select is never touched.
+// not finish at once writes one), or k is a key an earlier version guarded
+// this kind with in this scope (status.retired: nobody else serves it, and
+// an object declaring it would otherwise never finish deleting). A key put
+// there by anyone else on an object the policy does not select is never
+// touched.
 func Owns(s *policy.Served, k policy.ServedKey, gvk schema.GroupVersionKind, obj *metav1.PartialObjectMetadata, nsLabels labels.Set) bool {
 	if !s.InScope(obj) || !k.Serves(gvk) || !slices.Contains(obj.Finalizers, k.Key) {
 		return false
 	}
-	if !k.Retired && s.Matches(gvk, obj, nsLabels) || finalizer.Attached(obj, k.Key) {
+	if k.Retired || s.Matches(gvk, obj, nsLabels) || finalizer.Attached(obj, k.Key) {
 		return true
 	}
 	_, progress := obj.Annotations[finalizer.ProgressAnnotation(k.Key)]
