@@ -550,4 +550,13 @@ func TestResume(t *testing.T) {
 	if diff := cmp.Diff(Position{Step: "only", Since: now}, Resume(obj, one, testKey, now)); diff != "" {
 		t.Errorf("future since, -want +got:\n%s", diff)
 	}
+	// A record from before the deletion counts from the deletion: a step
+	// with a 5m timeout cannot be timed out by claiming it started long ago.
+	timed := newPolicy(t, "policy-uid", teardownv1alpha1.Step{Name: "only", Timeout: &metav1.Duration{Duration: 5 * time.Minute}, Delete: &teardownv1alpha1.DeleteAction{}})
+	deleted := now.Add(-time.Minute)
+	obj.DeletionTimestamp = &metav1.Time{Time: deleted}
+	obj.Annotations[StateAnnotation(testKey)] = `{"policy":"policy-uid","fingerprint":"` + timed.Fingerprint + `","step":0,"name":"only","since":"2020-01-01T00:00:00Z"}`
+	if diff := cmp.Diff(Position{Step: "only", Since: deleted}, Resume(obj, timed, testKey, now)); diff != "" {
+		t.Errorf("since before the deletion, -want +got:\n%s", diff)
+	}
 }

@@ -84,6 +84,12 @@ func Resume(obj metav1.Object, pol *policy.Policy, key string, now time.Time) Po
 	if pos.Since.After(now) {
 		pos.Since = now
 	}
+	// No step started before the object's deletion: a record claiming so
+	// (restored from a backup, or forged) counts from the deletion, so it
+	// cannot make a step time out sooner than the deletion allows.
+	if deleted := obj.GetDeletionTimestamp(); deleted != nil && pos.Since.Before(deleted.Time) {
+		pos.Since = deleted.Time
+	}
 	if t := pol.Steps[rec.Step].Timeout; t != nil && t.Duration > 0 {
 		pos.TimedOut = now.Sub(pos.Since) > t.Duration
 	}
