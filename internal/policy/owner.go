@@ -11,8 +11,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 )
 
 // Claim is what a policy object claims: a finalizer key for some kinds in a
@@ -27,14 +25,8 @@ type Claim struct {
 
 // ClaimOf returns the claim of a policy object; false for anything else.
 func ClaimOf(obj client.Object) (Claim, bool) {
-	var spec *teardownv1alpha1.TeardownPolicySpec
-	ref := Ref{Name: obj.GetName()}
-	switch p := obj.(type) {
-	case *teardownv1alpha1.TeardownPolicy:
-		spec, ref.Kind, ref.Namespace = &p.Spec, KindNamespaced, p.Namespace
-	case *teardownv1alpha1.ClusterTeardownPolicy:
-		spec, ref.Kind = &p.Spec, KindCluster
-	default:
+	ref, spec, ok := refAndSpec(obj)
+	if !ok {
 		return Claim{}, false
 	}
 	c := Claim{Ref: ref, Created: obj.GetCreationTimestamp().Time, Key: spec.Finalizer}

@@ -100,17 +100,23 @@ func DefaultKey(ref Ref) string {
 	return ref.Namespace + "." + teardownv1alpha1.GroupVersion.Group + "/" + ref.Name
 }
 
+// refAndSpec returns the reference and spec of either policy kind; false for
+// anything else.
+func refAndSpec(obj client.Object) (Ref, *teardownv1alpha1.TeardownPolicySpec, bool) {
+	switch p := obj.(type) {
+	case *teardownv1alpha1.TeardownPolicy:
+		return Ref{Kind: KindNamespaced, Namespace: p.Namespace, Name: p.Name}, &p.Spec, true
+	case *teardownv1alpha1.ClusterTeardownPolicy:
+		return Ref{Kind: KindCluster, Name: p.Name}, &p.Spec, true
+	}
+	return Ref{}, nil, false
+}
+
 // FromObject builds a Policy from either policy kind. Errors name the field
 // at fault and are meant for the policy's status.
 func FromObject(obj client.Object) (*Policy, error) {
-	var spec *teardownv1alpha1.TeardownPolicySpec
-	ref := Ref{Name: obj.GetName()}
-	switch p := obj.(type) {
-	case *teardownv1alpha1.TeardownPolicy:
-		spec, ref.Kind, ref.Namespace = &p.Spec, KindNamespaced, p.Namespace
-	case *teardownv1alpha1.ClusterTeardownPolicy:
-		spec, ref.Kind = &p.Spec, KindCluster
-	default:
+	ref, spec, ok := refAndSpec(obj)
+	if !ok {
 		return nil, fmt.Errorf("not a policy: %T", obj)
 	}
 	pol := &Policy{
