@@ -307,7 +307,10 @@ const (
 // +kubebuilder:validation:XValidation:rule="has(self.url) != has(self.service)",message="a webhook needs exactly one of url or service"
 type WebhookAction struct {
 	// url is the absolute http:// or https:// URL to POST to, such as
-	// https://dns-cleaner.shop.svc/cleanup.
+	// https://dns-cleaner.shop.svc/cleanup. The controller calls plain
+	// http:// only when it runs with --webhook-allow-http, and never a
+	// loopback, link-local, cloud metadata or unspecified address outside
+	// its --webhook-allowed-cidrs.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
@@ -315,7 +318,8 @@ type WebhookAction struct {
 	URL *string `json:"url,omitempty"`
 
 	// service is an in-cluster Service to call over HTTPS, as
-	// https://<name>.<namespace>.svc:<port><path>.
+	// https://<name>.<namespace>.svc:<port><path>. A TeardownPolicy calls
+	// Services of its own namespace only.
 	// +optional
 	Service *ServiceReference `json:"service,omitempty"`
 
@@ -402,7 +406,9 @@ type JobAction struct {
 
 	// namespace is where the Job runs. It is required on a
 	// ClusterTeardownPolicy and not allowed on a TeardownPolicy, whose Jobs
-	// run in its own namespace. A Terminating namespace refuses new objects,
+	// run in its own namespace, as its ServiceAccount (a template naming
+	// another ServiceAccount makes the policy Ready=False, reason
+	// InvalidJobTemplate). A Terminating namespace refuses new objects,
 	// Jobs included: to clean up before a namespace goes, run the Job in
 	// another namespace from a ClusterTeardownPolicy.
 	// +optional
@@ -445,11 +451,13 @@ type JobTemplateMetadata struct {
 // DeleteAction deletes objects and waits until every one is gone (a GET
 // answers 404), so the step also waits for their own finalizers.
 type DeleteAction struct {
-	// resources select the objects to delete. Namespaced kinds are looked up
-	// in the namespace of the object being torn down, or in every namespace
-	// when that object is cluster-scoped; cluster-scoped kinds cluster-wide.
-	// Every selector must be non-empty, so that a step never deletes every
-	// object of a kind by accident.
+	// resources select the objects to delete. A TeardownPolicy's steps reach
+	// only namespaced kinds, in its own namespace, as its ServiceAccount. A
+	// ClusterTeardownPolicy's steps act as the controller: namespaced kinds
+	// are looked up in the namespace of the object being torn down, or in
+	// every namespace when that object is cluster-scoped; cluster-scoped
+	// kinds cluster-wide. Every selector must be non-empty, so that a step
+	// never deletes every object of a kind by accident.
 	// +required
 	// +listType=atomic
 	// +kubebuilder:validation:MinItems=1

@@ -250,6 +250,8 @@ func TestContractNamesAreDocumented(t *testing.T) {
 		finalizer.ReasonFinalizerReleased, finalizer.ReasonDeletedBeforeGuarded,
 		controller.Name, "teardown.dev/aggregate-to-controller", "teardown-controller-targets",
 		"--" + "attach-webhook-configuration",
+		"--" + "default-service-account", "--" + steps.AllowedCIDRsFlag, "--" + steps.AllowHTTPFlag,
+		"--" + "cluster-resource-namespace", steps.SignatureHeader, "teardown-policy-service-account",
 	}
 	fqName := regexp.MustCompile(`fqName: "([^"]+)"`)
 	for _, c := range finalizer.Collectors() {
