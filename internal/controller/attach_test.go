@@ -38,20 +38,30 @@ func TestAttachAtCreate(t *testing.T) {
 	}
 	create(t, pol)
 	mustBeReady(t, pol)
-	testenv.Eventually(t, 20*time.Second, "the webhook rules to cover ConfigMaps", func(ctx context.Context) (bool, error) {
+	// A TeardownPolicy's kinds go to the namespaced webhook, limited to the
+	// namespaces that have one; the cluster-wide webhook gets no rule from
+	// it.
+	testenv.Eventually(t, 20*time.Second, "the namespaced webhook's rules to cover ConfigMaps in "+ns, func(ctx context.Context) (bool, error) {
 		mwc := &admissionregistrationv1.MutatingWebhookConfiguration{}
 		if err := k8s.Get(ctx, client.ObjectKey{Name: attachWebhookConfiguration}, mwc); err != nil {
 			return false, err
 		}
-		synced := slices.ContainsFunc(mwc.Webhooks[0].Rules, func(r admissionregistrationv1.RuleWithOperations) bool {
-			return slices.Contains(r.Resources, "configmaps")
-		})
-		// The controller changes only the rules: the installer's
-		// namespaceSelector (never kube-system) stays.
-		if synced && (mwc.Webhooks[0].NamespaceSelector == nil || len(mwc.Webhooks[0].NamespaceSelector.MatchExpressions) != 1) {
-			t.Fatalf("the namespaceSelector was lost when the rules were synced: %+v", mwc.Webhooks[0].NamespaceSelector)
+		configMaps := func(r admissionregistrationv1.RuleWithOperations) bool { return slices.Contains(r.Resources, "configmaps") }
+		cluster, namespaced := mwc.Webhooks[0], mwc.Webhooks[1]
+		if !slices.ContainsFunc(namespaced.Rules, configMaps) {
+			return false, nil
 		}
-		return synced, nil
+		if slices.ContainsFunc(cluster.Rules, configMaps) {
+			t.Fatalf("a TeardownPolicy put a cluster-wide rule on %s: %+v", cluster.Name, cluster.Rules)
+		}
+		// The installer's exclusions (never kube-system) stay, and the
+		// controller's own requirement names the policies' namespaces.
+		sel := namespaced.NamespaceSelector
+		if sel == nil || len(sel.MatchExpressions) != 2 || sel.MatchExpressions[0].Operator != metav1.LabelSelectorOpNotIn ||
+			sel.MatchExpressions[1].Operator != metav1.LabelSelectorOpIn || !slices.Contains(sel.MatchExpressions[1].Values, ns) {
+			t.Fatalf("namespaceSelector of %s = %+v, want the installer's NotIn and In (%s, ...)", namespaced.Name, sel, ns)
+		}
+		return true, nil
 	})
 
 	key := ns + ".teardown.dev/early"

@@ -273,15 +273,17 @@ func installAttachWebhook(dir string) (ctrlwebhook.Server, error) {
 	fail, none := admissionregistrationv1.Ignore, admissionregistrationv1.SideEffectClassNone
 	mwc := &admissionregistrationv1.MutatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: attachWebhookConfiguration},
-		Webhooks: []admissionregistrationv1.MutatingWebhook{{
-			Name: webhook.WebhookName, ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: certPEM},
+	}
+	for _, name := range []string{webhook.WebhookName, webhook.NamespacedWebhookName} {
+		mwc.Webhooks = append(mwc.Webhooks, admissionregistrationv1.MutatingWebhook{
+			Name: name, ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: certPEM},
 			FailurePolicy: &fail, SideEffects: &none, AdmissionReviewVersions: []string{"v1"}, TimeoutSeconds: ptr.To[int32](5),
 			// As config/webhook: never kube-system nor the controller's own
-			// namespace; SyncRules keeps it, changing only the rules.
+			// namespace; SyncRules keeps these.
 			NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
 				Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{metav1.NamespaceSystem, "teardown-system"},
 			}}},
-		}},
+		})
 	}
 	if err := k8s.Create(context.Background(), mwc); err != nil {
 		return nil, err

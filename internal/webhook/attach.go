@@ -40,8 +40,12 @@ import (
 // Path is where the webhook is served.
 const Path = "/attach-finalizers"
 
-// WebhookName names the webhook inside its MutatingWebhookConfiguration.
-const WebhookName = "attach.teardown.dev"
+// The webhooks inside the MutatingWebhookConfiguration: one for
+// ClusterTeardownPolicies, one for TeardownPolicies (see Desired).
+const (
+	WebhookName           = "attach.teardown.dev"
+	NamespacedWebhookName = "attach-namespaced.teardown.dev"
+)
 
 // Attacher answers CREATE admission requests with a patch that adds the keys
 // of every Automatic policy in force that the new object matches.
@@ -195,15 +199,34 @@ func (a *Attacher) namespaceLabels(ctx context.Context, ns string) (labels.Set, 
 	return nsObj.Labels, nil
 }
 
+// Desired is what the controller keeps in the attach webhook
+// configuration: the CREATE rules of the webhook for ClusterTeardownPolicies
+// (every namespace but the installer's exclusions), and of the webhook for
+// TeardownPolicies, which intercepts only the namespaces that have one: a
+// tenant's policy never puts a cluster-wide rule on the API server.
+type Desired struct {
+	Cluster    []admissionregistrationv1.RuleWithOperations
+	Namespaced []admissionregistrationv1.RuleWithOperations
+	// Namespaces are those of the namespaced policies, sorted.
+	Namespaces []string
+}
+
 // Rules returns the webhook rules for the kinds Automatic policies target:
 // CREATE of exactly those resources, so no other request ever reaches the
 // webhook.
-func Rules(index *policy.Index, mapper meta.RESTMapper) []admissionregistrationv1.RuleWithOperations {
-	seen := map[string]bool{}
-	var rules []admissionregistrationv1.RuleWithOperations
+func Rules(index *policy.Index, mapper meta.RESTMapper) Desired {
+	var d Desired
+	clusterSeen, namespacedSeen := map[string]bool{}, map[string]bool{}
 	for _, pol := range index.All() {
 		if pol.Deleting || pol.Attach != teardownv1alpha1.AttachAutomatic {
 			continue
+		}
+		rules, seen := &d.Cluster, clusterSeen
+		if pol.Ref.Kind == policy.KindNamespaced {
+			rules, seen = &d.Namespaced, namespacedSeen
+			if !slices.Contains(d.Namespaces, pol.Ref.Namespace) {
+				d.Namespaces = append(d.Namespaces, pol.Ref.Namespace)
+			}
 		}
 		for _, t := range pol.Targets {
 			mapping, err := mapper.RESTMapping(t.GVK.GroupKind(), t.GVK.Version)
@@ -211,12 +234,11 @@ func Rules(index *policy.Index, mapper meta.RESTMapper) []admissionregistrationv
 				continue // reported in the policy's status
 			}
 			r := mapping.Resource
-			id := r.String()
-			if seen[id] {
+			if seen[r.String()] {
 				continue
 			}
-			seen[id] = true
-			rules = append(rules, admissionregistrationv1.RuleWithOperations{
+			seen[r.String()] = true
+			*rules = append(*rules, admissionregistrationv1.RuleWithOperations{
 				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
 				Rule: admissionregistrationv1.Rule{
 					APIGroups: []string{r.Group}, APIVersions: []string{r.Version}, Resources: []string{r.Resource},
@@ -224,19 +246,28 @@ func Rules(index *policy.Index, mapper meta.RESTMapper) []admissionregistrationv
 			})
 		}
 	}
-	sort.Slice(rules, func(i, j int) bool {
-		a, b := rules[i].Rule, rules[j].Rule
-		return a.APIGroups[0]+"/"+a.APIVersions[0]+"/"+a.Resources[0] < b.APIGroups[0]+"/"+b.APIVersions[0]+"/"+b.Resources[0]
-	})
-	return rules
+	for _, rules := range [][]admissionregistrationv1.RuleWithOperations{d.Cluster, d.Namespaced} {
+		sort.Slice(rules, func(i, j int) bool {
+			a, b := rules[i].Rule, rules[j].Rule
+			return a.APIGroups[0]+"/"+a.APIVersions[0]+"/"+a.Resources[0] < b.APIGroups[0]+"/"+b.APIVersions[0]+"/"+b.Resources[0]
+		})
+	}
+	sort.Strings(d.Namespaces)
+	return d
 }
 
-// SyncRules sets the rules of the webhook named WebhookName in the
-// MutatingWebhookConfiguration name to the kinds policies target. The
-// configuration itself (client config, CA bundle, failure policy) is the
-// installer's; only the rules are the controller's. With no rules the
-// webhook receives nothing.
-func SyncRules(ctx context.Context, c client.Client, name string, rules []admissionregistrationv1.RuleWithOperations) error {
+// namespaceNameKey is the label every namespace carries with its name.
+const namespaceNameKey = "kubernetes.io/metadata.name"
+
+// SyncRules keeps the MutatingWebhookConfiguration name in step with d: the
+// rules of WebhookName, and the rules of NamespacedWebhookName with, in its
+// namespaceSelector, a "kubernetes.io/metadata.name In (namespaces)"
+// requirement beside the installer's own. The rest of the configuration
+// (client config, CA bundle, failure policy, the installer's exclusions) is
+// the installer's. With no rules a webhook receives nothing. A configuration
+// without the namespaced webhook (an older install) only gets the cluster
+// rules: TeardownPolicies are then attached by the controller alone.
+func SyncRules(ctx context.Context, c client.Client, name string, d Desired) error {
 	cfg := &admissionregistrationv1.MutatingWebhookConfiguration{}
 	if err := c.Get(ctx, client.ObjectKey{Name: name}, cfg); err != nil {
 		return fmt.Errorf("reading MutatingWebhookConfiguration %s: %w", name, err)
@@ -245,17 +276,36 @@ func SyncRules(ctx context.Context, c client.Client, name string, rules []admiss
 	if i < 0 {
 		return fmt.Errorf("MutatingWebhookConfiguration %s has no webhook named %s", name, WebhookName)
 	}
-	if rules == nil {
-		rules = []admissionregistrationv1.RuleWithOperations{}
+	want := cfg.DeepCopy()
+	want.Webhooks[i].Rules = orEmpty(d.Cluster)
+	if j := slices.IndexFunc(cfg.Webhooks, func(w admissionregistrationv1.MutatingWebhook) bool { return w.Name == NamespacedWebhookName }); j >= 0 {
+		w := &want.Webhooks[j]
+		w.Rules = orEmpty(d.Namespaced)
+		if w.NamespaceSelector == nil {
+			w.NamespaceSelector = &metav1.LabelSelector{}
+		}
+		exprs := slices.DeleteFunc(slices.Clone(w.NamespaceSelector.MatchExpressions), func(e metav1.LabelSelectorRequirement) bool {
+			return e.Key == namespaceNameKey && e.Operator == metav1.LabelSelectorOpIn
+		})
+		if len(d.Namespaces) > 0 {
+			exprs = append(exprs, metav1.LabelSelectorRequirement{Key: namespaceNameKey, Operator: metav1.LabelSelectorOpIn, Values: d.Namespaces})
+		}
+		w.NamespaceSelector.MatchExpressions = exprs
 	}
-	if equality.Semantic.DeepEqual(cfg.Webhooks[i].Rules, rules) {
+	if equality.Semantic.DeepEqual(cfg.Webhooks, want.Webhooks) {
 		return nil
 	}
-	cfg.Webhooks[i].Rules = rules
 	// Our own configuration object, read just now: an Update with its
 	// resourceVersion is the optimistic lock we want.
-	if err := c.Update(ctx, cfg); err != nil {
+	if err := c.Update(ctx, want); err != nil {
 		return fmt.Errorf("updating the rules of MutatingWebhookConfiguration %s: %w", name, err)
 	}
 	return nil
+}
+
+func orEmpty(rules []admissionregistrationv1.RuleWithOperations) []admissionregistrationv1.RuleWithOperations {
+	if rules == nil {
+		return []admissionregistrationv1.RuleWithOperations{}
+	}
+	return rules
 }
