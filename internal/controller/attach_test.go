@@ -46,7 +46,9 @@ func TestAttachAtCreate(t *testing.T) {
 		if err := k8s.Get(ctx, client.ObjectKey{Name: attachWebhookConfiguration}, mwc); err != nil {
 			return false, err
 		}
-		configMaps := func(r admissionregistrationv1.RuleWithOperations) bool { return slices.Contains(r.Resources, "configmaps") }
+		configMaps := func(r admissionregistrationv1.RuleWithOperations) bool {
+			return slices.Contains(r.Resources, "configmaps")
+		}
 		cluster, namespaced := mwc.Webhooks[0], mwc.Webhooks[1]
 		if !slices.ContainsFunc(namespaced.Rules, configMaps) {
 			return false, nil

@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
@@ -413,6 +414,14 @@ func TestPolicyThatCannotBeServed(t *testing.T) {
 		"cluster-scoped target": {
 			spec:       teardownv1alpha1.TeardownPolicySpec{Targets: []teardownv1alpha1.Target{{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Selector: selector()}}},
 			wantReason: teardownv1alpha1.ClusterScopedKindReason, wantText: "ClusterTeardownPolicy",
+		},
+		"a webhook to the cloud metadata address": {
+			spec: teardownv1alpha1.TeardownPolicySpec{
+				Targets: []teardownv1alpha1.Target{{APIVersion: "v1", Kind: "ConfigMap", Selector: selector("x", "m")}},
+				Steps: []teardownv1alpha1.Step{{Name: "hook", Webhook: &teardownv1alpha1.WebhookAction{
+					URL: ptr.To("https://169.254.169.254/latest/meta-data/")}}},
+			},
+			wantReason: teardownv1alpha1.InvalidWebhookReason, wantText: "169.254.169.254",
 		},
 		"unknown step kind": {
 			spec: teardownv1alpha1.TeardownPolicySpec{

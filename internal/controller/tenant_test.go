@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
@@ -149,6 +150,9 @@ func TestTenantCannotReachBeyondTheirRights(t *testing.T) {
 			p.Spec.Targets[0].Kind = "Secret"
 			return p
 		}(), teardownv1alpha1.ForbiddenReason, "may not patch secrets"},
+		"a Service of another namespace by URL": {ts.policy("svc-url", teardownv1alpha1.Step{Name: "hook", Webhook: &teardownv1alpha1.WebhookAction{
+			URL: ptr.To("https://internal." + ts.victim + ".svc.cluster.local/cleanup")}}), teardownv1alpha1.ClusterScopedKindReason,
+			"webhook.url names a Service of namespace " + ts.victim},
 		"a Service of another namespace": {ts.policy("svc", teardownv1alpha1.Step{Name: "hook", Webhook: &teardownv1alpha1.WebhookAction{
 			Service: &teardownv1alpha1.ServiceReference{Namespace: ts.victim, Name: "internal"}}}), teardownv1alpha1.ClusterScopedKindReason,
 			"Services of its own namespace"},

@@ -19,6 +19,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
+// rbacGroup is the API group of Roles, ClusterRoles and their bindings.
+const rbacGroup = "rbac.authorization.k8s.io"
+
 // maxPatchAttempts bounds the re-read-and-retry loop when a guarded patch's
 // test fails because someone else changed the finalizer list meanwhile.
 const maxPatchAttempts = 5
@@ -157,7 +160,7 @@ func add(ctx context.Context, c Client, obj client.Object, names []string, marke
 		if err == nil {
 			return missing, nil
 		}
-		if marked && apierrors.IsForbidden(err) {
+		if marked && apierrors.IsForbidden(err) && obj.GetObjectKind().GroupVersionKind().Group == rbacGroup {
 			// RBAC's escalation check lets a writer change only finalizers
 			// and ownerReferences of a Role or binding that grants more than
 			// it holds: guard such an object without the record (it is then
