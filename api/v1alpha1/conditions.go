@@ -42,7 +42,9 @@ const (
 	// not compile or does not return a bool.
 	InvalidConditionReason = "InvalidCondition"
 	// InvalidJobTemplateReason (Ready=False): the API server refuses a job
-	// step's Job (checked with a server-side dry run).
+	// step's Job (checked with a server-side dry run, also when the Job's
+	// namespace does not exist), or a TeardownPolicy's Job template names a
+	// ServiceAccount other than the one the policy acts as.
 	InvalidJobTemplateReason = "InvalidJobTemplate"
 	// FinalizerConflictReason (Ready=False): another policy already uses
 	// the same finalizer key for overlapping targets.
