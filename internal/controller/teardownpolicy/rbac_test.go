@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -57,7 +58,7 @@ func TestMain(m *testing.M) {
 		if controllerCfg, err = e.AddUser(user); err != nil {
 			panic(err)
 		}
-		for _, f := range []string{"config/rbac/role.yaml", "config/rbac/targets_role.yaml", "config/samples/targets_clusterrole.yaml"} {
+		for _, f := range []string{"config/rbac/role.yaml", "config/rbac/targets_role.yaml", "config/samples/targets_clusterrole.yaml", "config/rbac/jobs_role.yaml"} {
 			role := &rbacv1.ClusterRole{}
 			data, err := os.ReadFile(filepath.Join(root, f))
 			if err != nil {
@@ -69,8 +70,8 @@ func TestMain(m *testing.M) {
 			if err := admin.Create(context.Background(), role); err != nil {
 				panic(err)
 			}
-			if strings.HasPrefix(f, "config/samples") {
-				continue // granted through the aggregated role
+			if strings.HasPrefix(f, "config/samples") || strings.HasSuffix(f, "jobs_role.yaml") {
+				continue // granted through the aggregated role, or bound per namespace
 			}
 			binding := &rbacv1.ClusterRoleBinding{
 				ObjectMeta: metav1.ObjectMeta{Name: role.Name},
@@ -188,6 +189,49 @@ func TestShippedRBACIsEnough(t *testing.T) {
 		t.Fatal(err)
 	}
 	testenv.Eventually(t, 20*time.Second, "the ConfigMap to go", testenv.Gone(admin, cm))
+
+	// A ClusterTeardownPolicy's job step needs the Job rights the install
+	// does not grant cluster-wide: not Ready, naming the ClusterRole to bind,
+	// until it is bound in the Job's namespace.
+	withJob := &teardownv1alpha1.ClusterTeardownPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: ns + "-job"},
+		Spec: teardownv1alpha1.TeardownPolicySpec{
+			Targets: []teardownv1alpha1.Target{{APIVersion: "v1", Kind: "ConfigMap",
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "job"}}}},
+			Steps: []teardownv1alpha1.Step{{Name: "drain", Job: &teardownv1alpha1.JobAction{Namespace: ns, Template: teardownv1alpha1.JobTemplate{
+				Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+					Containers: []corev1.Container{{Name: "drain", Image: "busybox", Command: []string{"true"}}}}}}}}}},
+		},
+	}
+	if err := admin.Create(t.Context(), withJob); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = admin.Delete(context.Background(), withJob) })
+	clusterReady := func(want metav1.ConditionStatus) func(ctx context.Context) (bool, error) {
+		return func(ctx context.Context) (bool, error) {
+			if err := admin.Get(ctx, client.ObjectKeyFromObject(withJob), withJob); err != nil {
+				return false, err
+			}
+			c := meta.FindStatusCondition(withJob.Status.Conditions, teardownv1alpha1.ReadyCondition)
+			return c != nil && c.ObservedGeneration == withJob.Generation && c.Status == want, nil
+		}
+	}
+	testenv.Eventually(t, 30*time.Second, "the job policy to be refused", clusterReady(metav1.ConditionFalse))
+	c = meta.FindStatusCondition(withJob.Status.Conditions, teardownv1alpha1.ReadyCondition)
+	if c.Reason != teardownv1alpha1.ForbiddenReason || !strings.Contains(c.Message, "bind the ClusterRole teardown-controller-jobs to it with a RoleBinding in namespace "+ns) {
+		t.Errorf("job policy Ready = %s %q, want Forbidden naming teardown-controller-jobs", c.Reason, c.Message)
+	}
+	if err := admin.Create(t.Context(), &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "teardown-controller-jobs", Namespace: ns},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "teardown-controller-jobs"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "teardown-controller"}}}); err != nil {
+		t.Fatal(err)
+	}
+	// A new generation is checked at once (checks are cached per version).
+	withJob.Spec.Targets[0].Selector.MatchLabels["tier"] = "any"
+	if err := admin.Update(t.Context(), withJob); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 30*time.Second, "the job policy to be Ready once bound", clusterReady(metav1.ConditionTrue))
 
 	// Deleting a policy releases with the same rights.
 	if err := admin.Delete(t.Context(), granted); err != nil {

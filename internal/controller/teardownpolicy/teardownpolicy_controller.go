@@ -78,9 +78,10 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=teardown.dev,resources=teardownpolicies;clusterteardownpolicies,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=teardown.dev,resources=teardownpolicies/status;clusterteardownpolicies/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// Job steps read, create and remove their Job by name, through the API
-// reader: no list or watch.
-// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;create;delete
+// No Job rights here: a TeardownPolicy's Jobs are created as its
+// ServiceAccount, and a ClusterTeardownPolicy's only where its installer
+// binds config/rbac/jobs_role.yaml (ClusterRole teardown-controller-jobs) in
+// the Job's namespace.
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // Only the attach webhook's own configuration (config/webhook; rename both
 // with --attach-webhook-configuration).

@@ -283,7 +283,10 @@ func (r *Reconciler) firstFailedCheck(ctx context.Context, pol *policy.Policy, n
 				object += " " + need.name
 			}
 			grant := "grant it with a ClusterRole labelled teardown.dev/aggregate-to-controller: \"true\""
-			if need.who.serviceAccount != "" {
+			switch {
+			case need.who.serviceAccount == "" && need.resource.Group == "batch" && need.resource.Resource == "jobs":
+				grant = "bind the ClusterRole teardown-controller-jobs to it with a RoleBinding in namespace " + need.namespace
+			case need.who.serviceAccount != "":
 				grant = "bind it a Role in namespace " + need.who.namespace + " that allows it"
 			}
 			c := notReady(teardownv1alpha1.ForbiddenReason, "%s: %s may not %s %s %s; %s", need.what, need.who, need.verb, object, where, grant)
