@@ -4,8 +4,10 @@ SPDX-License-Identifier: Apache-2.0
 */
 
 // Package teardownpolicy reconciles TeardownPolicy and ClusterTeardownPolicy:
-// it validates each policy against the cluster (teardownpolicy_validate.go),
-// puts it in force (teardownpolicy_serve.go), reports its status
+// it validates each policy against the cluster (teardownpolicy_validate.go:
+// what it may ask for; teardownpolicy_access.go: whether the controller or
+// its ServiceAccount may do it; teardownpolicy_owner.go: whether its key is
+// its own), puts it in force (teardownpolicy_serve.go), reports its status
 // (teardownpolicy_controller_status.go), and when it is deleted releases
 // what it guards once the teardowns it started are done
 // (teardownpolicy_release.go).
