@@ -49,19 +49,13 @@ controller: ## Build the teardown-controller into bin/teardown-controller.
 deploy: ## Install the CRDs, RBAC and teardown-controller (config/default, image IMG) into the current kubeconfig's cluster.
 	$(KUBECTL) kustomize config/default | sed 's|image: teardown-controller:latest$$|image: $(IMG)|' | $(KUBECTL) apply -f -
 
-# The documented safe uninstall: deleting a policy releases every object it
-# guards, which needs the controller; only once no policy is left do the
-# controller and the CRDs go.
+# The documented safe uninstall (docs/controller.md, Uninstalling): deleting
+# a policy releases every object it guards, which needs the controller; only
+# once no policy is left do the controller and the CRDs go.
+# `teardown-controller uninstall` deletes the policies and waits for them.
 .PHONY: undeploy
-undeploy: ## Delete every policy, wait until they released what they guard, then remove config/default.
-	@if $(KUBECTL) get crd teardownpolicies.teardown.dev clusterteardownpolicies.teardown.dev >/dev/null 2>&1; then \
-		echo "Deleting every policy; each releases the objects it guards once the teardowns it started are done (timeout $(UNDEPLOY_TIMEOUT))"; \
-		if ! $(KUBECTL) delete clusterteardownpolicies.teardown.dev,teardownpolicies.teardown.dev --all --all-namespaces --timeout=$(UNDEPLOY_TIMEOUT); then \
-			echo "Policies are still there: is the teardown-controller running? See 'Uninstalling' in docs/controller.md." >&2; \
-			$(KUBECTL) get clusterteardownpolicies.teardown.dev,teardownpolicies.teardown.dev --all-namespaces >&2 || true; \
-			exit 1; \
-		fi; \
-	fi
+undeploy: ## Delete every policy, wait until they released what they guard (teardown-controller uninstall), then remove config/default.
+	$(GO) run ./cmd/teardown-controller uninstall --timeout=$(UNDEPLOY_TIMEOUT)
 	$(KUBECTL) kustomize config/default | $(KUBECTL) delete --ignore-not-found -f -
 
 ##@ Development

@@ -5,6 +5,8 @@ SPDX-License-Identifier: Apache-2.0
 
 // Command teardown-controller runs TeardownPolicy and ClusterTeardownPolicy:
 // ordered cleanup steps before any kind of object is deleted.
+// `teardown-controller uninstall` deletes every policy and waits until they
+// released what they guard (internal/uninstall); --version prints the build.
 package main
 
 import (
@@ -19,9 +21,14 @@ import (
 
 	"github.com/teardown-dev/teardown/internal/controller"
 	"github.com/teardown-dev/teardown/internal/steps"
+	"github.com/teardown-dev/teardown/internal/uninstall"
+	"github.com/teardown-dev/teardown/internal/version"
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "uninstall" {
+		os.Exit(uninstall.Main(os.Args[2:], os.Stdout, os.Stderr))
+	}
 	opts := controller.ManagerOptions{Controller: controller.DefaultOptions()}
 	var webhookOpts webhook.Options
 	flag.StringVar(&opts.MetricsAddr, "metrics-bind-address", ":8443", "Address of the Prometheus metrics endpoint; 0 disables it.")
@@ -41,13 +48,20 @@ func main() {
 	flag.StringVar(&opts.Controller.WebhookConfiguration, "attach-webhook-configuration", "", "Name of the MutatingWebhookConfiguration of the attach-at-create webhook; empty turns the webhook off.")
 	flag.IntVar(&webhookOpts.Port, "webhook-port", 9443, "Port of the attach-at-create webhook, with --attach-webhook-configuration.")
 	flag.StringVar(&webhookOpts.CertDir, "webhook-cert-dir", "", "Folder with the webhook's tls.crt and tls.key (default: the system temp folder's k8s-webhook-server/serving-certs).")
+	showVersion := flag.Bool("version", false, "Print the version, commit and build date, and exit.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
+	if *showVersion {
+		fmt.Println(version.Get().String())
+		return
+	}
 	opts.Controller.WebhookAllowedCIDRs = allowedCIDRs
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	opts.WebhookServer = webhook.NewServer(webhookOpts)
 	opts.MetricsInsecure = !*metricsSecure
+	v := version.Get()
+	ctrl.Log.WithName("setup").Info("Starting teardown-controller", "version", v.Version, "commit", v.Commit, "date", v.Date, "goVersion", v.GoVersion, "platform", v.Platform)
 
 	if err := run(opts); err != nil {
 		fmt.Fprintln(os.Stderr, "teardown-controller:", err)
