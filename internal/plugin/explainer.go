@@ -23,7 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/teardown-dev/teardown/pkg/finalizer"
+	"github.com/teardown-dev/teardown/pkg/finalizer/record"
 )
 
 var (
@@ -241,7 +241,7 @@ func (e *explainer) objectFindings(ctx context.Context, gvr schema.GroupVersionR
 func (e *explainer) finalizerFinding(ctx context.Context, gvr schema.GroupVersionResource, gvk schema.GroupVersionKind, obj metav1.Object, index int, fin string, depth int) Finding {
 	ref := refOf(gvr, gvk, obj)
 	fd := Finding{Object: &ref, Finalizer: fin, Location: "metadata", Severity: SeverityBlocker}
-	for _, p := range finalizer.ReadProgress(obj) {
+	for _, p := range record.ReadProgress(obj) {
 		if p.Finalizer == fin {
 			p := p
 			fd.Progress = &p
@@ -339,7 +339,7 @@ func (e *explainer) ownedFinalizer(ctx context.Context, fd *Finding, gvr schema.
 	case owner.State == OwnerAlive:
 		fd.Cause, fd.Catalog = CauseCleanupInProgress, "B2"
 		fd.Severity = SeverityWaiting
-		if fd.Progress != nil && (fd.Progress.State == finalizer.StateRetry || fd.Progress.DeadlineExceeded) {
+		if fd.Progress != nil && (fd.Progress.State == record.StateRetry || fd.Progress.DeadlineExceeded) {
 			fd.Severity = SeverityBlocker
 		}
 		fd.Message = fmt.Sprintf("%s owns %q and is running; it removes the finalizer when its cleanup is done%s", owner.Component, fd.Finalizer, progress)

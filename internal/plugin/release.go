@@ -28,7 +28,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/teardown-dev/teardown/pkg/finalizer"
+	"github.com/teardown-dev/teardown/pkg/finalizer/record"
 )
 
 // AuditAnnotation is set on the object (while it still exists) by release,
@@ -342,7 +342,7 @@ func (o *ReleaseOptions) auditEvent(ctx context.Context, ref ObjectRef, rec Audi
 	ev := &corev1.Event{
 		ObjectMeta:          metav1.ObjectMeta{GenerateName: "kubectl-teardown-release-", Namespace: where},
 		InvolvedObject:      involved,
-		Reason:              finalizer.ReasonFinalizerReleased,
+		Reason:              record.ReasonFinalizerReleased,
 		Message:             shorten(fmt.Sprintf("kubectl teardown released %q from %s (by %s): %s", rec.Finalizer, ref, orUnknown(rec.User), rec.Reason), 1024),
 		Type:                corev1.EventTypeWarning,
 		Source:              corev1.EventSource{Component: "kubectl-teardown"},

@@ -10,7 +10,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/teardown-dev/teardown/pkg/finalizer"
+	"github.com/teardown-dev/teardown/pkg/finalizer/record"
 )
 
 // ReportAPIVersion versions the JSON/YAML schema of explain's output; it
@@ -151,13 +151,13 @@ type Finding struct {
 	// Finalizer is set on findings about one finalizer.
 	Finalizer string `json:"finalizer,omitempty"`
 	// Location is metadata or spec (a namespace's spec.finalizers).
-	Location string              `json:"location,omitempty"`
-	Owner    *Owner              `json:"owner,omitempty"`
-	Progress *finalizer.Progress `json:"progress,omitempty"`
-	Removal  *RemovalCheck       `json:"removalDryRun,omitempty"`
-	Message  string              `json:"message"`
-	FixOwner string              `json:"fixOwner,omitempty"`
-	Remedy   string              `json:"remedy,omitempty"`
+	Location string           `json:"location,omitempty"`
+	Owner    *Owner           `json:"owner,omitempty"`
+	Progress *record.Progress `json:"progress,omitempty"`
+	Removal  *RemovalCheck    `json:"removalDryRun,omitempty"`
+	Message  string           `json:"message"`
+	FixOwner string           `json:"fixOwner,omitempty"`
+	Remedy   string           `json:"remedy,omitempty"`
 	// Leaks says what removing the finalizer by hand would leave behind.
 	Leaks string `json:"leaks,omitempty"`
 	// Root is true for the root blockers of a chain.

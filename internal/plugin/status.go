@@ -20,7 +20,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/teardown-dev/teardown/pkg/finalizer"
+	"github.com/teardown-dev/teardown/pkg/finalizer/record"
 )
 
 // StatusOptions is `kubectl teardown status`.
@@ -45,12 +45,12 @@ type StatusOptions struct {
 
 // StatusRow is one Terminating object.
 type StatusRow struct {
-	Object            ObjectRef            `json:"object"`
-	DeletionTimestamp metav1.Time          `json:"deletionTimestamp"`
-	TerminatingFor    string               `json:"terminatingFor"`
-	Finalizers        []string             `json:"finalizers,omitempty"`
-	Blocker           string               `json:"blocker"`
-	Progress          []finalizer.Progress `json:"progress,omitempty"`
+	Object            ObjectRef         `json:"object"`
+	DeletionTimestamp metav1.Time       `json:"deletionTimestamp"`
+	TerminatingFor    string            `json:"terminatingFor"`
+	Finalizers        []string          `json:"finalizers,omitempty"`
+	Blocker           string            `json:"blocker"`
+	Progress          []record.Progress `json:"progress,omitempty"`
 	// Stuck is set with --stuck-after when the object has been Terminating
 	// for longer than that.
 	Stuck bool `json:"stuck,omitempty"`
@@ -267,7 +267,7 @@ func (o *StatusOptions) collect(ctx context.Context) (*StatusReport, error) {
 		}
 		rep.Items = append(rep.Items, StatusRow{Object: it.ref(), DeletionTimestamp: *it.Obj.DeletionTimestamp,
 			TerminatingFor: age(now.Sub(it.Obj.DeletionTimestamp.Time)), Finalizers: it.Obj.Finalizers,
-			Blocker: objectBlocker(it.Res.Kind, &it.Obj, now), Progress: finalizer.ReadProgress(&it.Obj)})
+			Blocker: objectBlocker(it.Res.Kind, &it.Obj, now), Progress: record.ReadProgress(&it.Obj)})
 	}
 	for _, ns := range namespaces {
 		if ns.DeletionTimestamp == nil || (o.namespace != "" && ns.Name != o.namespace) {
@@ -352,8 +352,8 @@ func objectBlocker(kind string, obj metav1.Object, now time.Time) string {
 		}
 		return "no finalizers: being removed"
 	}
-	progress := map[string]finalizer.Progress{}
-	for _, p := range finalizer.ReadProgress(obj) {
+	progress := map[string]record.Progress{}
+	for _, p := range record.ReadProgress(obj) {
 		progress[p.Finalizer] = p
 	}
 	f := fins[0]

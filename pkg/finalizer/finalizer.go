@@ -20,13 +20,15 @@ import (
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/teardown-dev/teardown/pkg/finalizer/record"
 )
 
 // Event reasons, for `kubectl get events --field-selector reason=...`.
 const (
 	ReasonCleanupPending       = "CleanupPending"
 	ReasonCleanupFailed        = "CleanupFailed"
-	ReasonFinalizerReleased    = "FinalizerReleased"
+	ReasonFinalizerReleased    = record.ReasonFinalizerReleased
 	ReasonDeadlineExceeded     = "DeadlineExceeded"
 	ReasonDeletedBeforeGuarded = "DeletedBeforeGuarded"
 )
@@ -268,7 +270,7 @@ func (f *Finalizers) attempt(ctx context.Context, obj client.Object, e *entry) R
 	key := inProgressKey{finalizer: e.name, uid: obj.GetUID()}
 	prev, _ := readOneProgress(obj, e.name)
 	expired := e.deadline > 0 && f.now().Sub(deletedAt) > e.deadline
-	if wait := prev.waitBeforeNextAttempt(f.now()); wait > 0 && !expired {
+	if wait := waitBeforeNextAttempt(prev, f.now()); wait > 0 && !expired {
 		// Our own progress write woke us before the handler's check-again
 		// time: honour it instead of calling the handler early.
 		return Pending(wait, prev.Message)

@@ -120,7 +120,7 @@ func FuzzReadProgress(f *testing.F) {
 			read += len(p.Finalizer) + len(p.Message) + len(p.State)
 			// Reading a record back by its finalizer must not panic either.
 			readOneProgress(cm, p.Finalizer)
-			p.waitBeforeNextAttempt(time.Now())
+			waitBeforeNextAttempt(p, time.Now())
 		}
 		// Decoding replaces each invalid UTF-8 byte with U+FFFD, three bytes.
 		if read > 3*written {

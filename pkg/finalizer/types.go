@@ -13,6 +13,8 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/teardown-dev/teardown/pkg/finalizer/record"
 )
 
 // Handler runs the cleanup guarded by one finalizer. It is called only for
@@ -32,21 +34,22 @@ type HandlerFunc func(ctx context.Context, obj client.Object) Result
 // Finalize calls f.
 func (f HandlerFunc) Finalize(ctx context.Context, obj client.Object) Result { return f(ctx, obj) }
 
-// State is what a handler says about its cleanup.
-type State string
+// State is what a handler says about its cleanup. It is defined in package
+// record, which reads progress records without controller-runtime.
+type State = record.State
 
 const (
 	// StateDone means the cleanup is complete: the finalizer is removed.
-	StateDone State = "Done"
+	StateDone = record.StateDone
 	// StatePending means the cleanup is under way: the finalizer stays and the
 	// object is checked again after Result.After.
-	StatePending State = "Pending"
+	StatePending = record.StatePending
 	// StateRetry means the attempt failed: the finalizer stays and the attempt is
 	// retried with backoff.
-	StateRetry State = "Retry"
+	StateRetry = record.StateRetry
 	// StateRelease means the handler gives up on purpose: the finalizer is
 	// removed without the cleanup, and the reason is recorded.
-	StateRelease State = "Release"
+	StateRelease = record.StateRelease
 )
 
 // Result is a handler's answer. Build it with Done, Pending, Retry or Release.

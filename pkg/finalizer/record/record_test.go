@@ -1,0 +1,48 @@
+/*
+Copyright 2026 The Teardown Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package record
+
+import (
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestReadProgress(t *testing.T) {
+	obj := &metav1.ObjectMeta{Annotations: map[string]string{
+		ProgressAnnotation("b.example.com/x"):     `{"finalizer":"b.example.com/x","state":"Retry","attempts":2,"updated":"2026-11-22T00:00:00Z"}`,
+		ProgressAnnotation("a.example.com/y"):     `{"finalizer":"a.example.com/y","state":"Pending","attempts":1,"updated":"2026-11-22T00:00:00Z"}`,
+		ProgressAnnotation("c.example.com/z"):     `not json`,
+		AttachedAnnotation("a.example.com/y"):     "true",
+		"unrelated.example.com/progress":          `{"finalizer":"x"}`,
+		ProgressAnnotationPrefix + "no-finalizer": `{"state":"Done"}`,
+	}}
+	got := ReadProgress(obj)
+	if len(got) != 2 || got[0].Finalizer != "a.example.com/y" || got[1].State != StateRetry || got[1].Attempts != 2 {
+		t.Errorf("ReadProgress = %+v", got)
+	}
+	if p, ok := ReadOne(obj, "b.example.com/x"); !ok || p.State != StateRetry {
+		t.Errorf("ReadOne = %+v, %v", p, ok)
+	}
+	if _, ok := ReadOne(obj, "c.example.com/z"); ok {
+		t.Error("ReadOne read a record that does not parse")
+	}
+	if !Attached(obj, "a.example.com/y") || Attached(obj, "b.example.com/x") {
+		t.Error("Attached")
+	}
+}
+
+func TestAnnotationNames(t *testing.T) {
+	if got := ProgressAnnotation("teardown.dev/dns"); got != "progress.finalizer.teardown.dev/teardown.dev_dns" {
+		t.Errorf("ProgressAnnotation = %q", got)
+	}
+	long := strings.Repeat("x", 80) + "/y"
+	name := strings.TrimPrefix(AttachedAnnotation(long), AttachedAnnotationPrefix)
+	if len(name) > 63 || name == strings.TrimPrefix(AttachedAnnotation(long+"z"), AttachedAnnotationPrefix) {
+		t.Errorf("long name %q", name)
+	}
+}
