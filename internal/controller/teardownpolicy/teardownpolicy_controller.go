@@ -161,6 +161,7 @@ func (r *Reconciler) reconcile(ctx context.Context, obj client.Object, req recon
 			obj.SetName(req.Name)
 			obj.SetNamespace(req.Namespace)
 			r.Index.Delete(refOf(obj))
+			forgetPolicy(obj)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
@@ -177,6 +178,7 @@ func (r *Reconciler) reconcile(ctx context.Context, obj client.Object, req recon
 		out, err := r.protect.Reconcile(ctx, obj)
 		if len(out.Removed) > 0 {
 			r.Index.Delete(refOf(obj))
+			forgetPolicy(obj)
 			return reconcile.Result{}, err
 		}
 		if err == nil {
@@ -235,6 +237,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, base, obj client.Object) e
 			return err
 		}
 	}
+	observePolicy(obj, status) // the gauges follow what the status says
 	if equality.Semantic.DeepEqual(statusOf(base), status) {
 		return nil
 	}
