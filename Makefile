@@ -14,6 +14,12 @@ CONTROLLER_GEN := bin/controller-gen
 KUBECTL ?= $(K8S_BIN)/kubectl
 # The teardown-controller image make deploy sets in the Deployment.
 IMG ?= teardown-controller:latest
+# The image repository make release-manifests pins by digest, with the
+# digest make image writes to IMAGE_DIGEST_FILE.
+IMG_REPO ?= teardown-controller
+IMAGE_DIGEST_FILE ?= bin/image/teardown-controller.digest
+# Where make release-manifests writes install.yaml and the chart package.
+RELEASE_DIR ?= bin/release
 # How long make undeploy waits for the policies to release what they guard.
 UNDEPLOY_TIMEOUT ?= 5m
 # How long make fuzz runs each Fuzz function.
@@ -57,6 +63,24 @@ deploy: ## Install the CRDs, RBAC and teardown-controller (config/default, image
 undeploy: ## Delete every policy, wait until they released what they guard (teardown-controller uninstall), then remove config/default.
 	$(GO) run ./cmd/teardown-controller uninstall --timeout=$(UNDEPLOY_TIMEOUT)
 	$(KUBECTL) kustomize config/default | $(KUBECTL) delete --ignore-not-found -f -
+
+.PHONY: release-manifests
+release-manifests: ## Write RELEASE_DIR/install.yaml (config/default, image IMG_REPO@digest after make image, else IMG) and package charts/teardown beside it.
+	@mkdir -p $(RELEASE_DIR)
+	@if [[ -s $(IMAGE_DIGEST_FILE) ]]; then image="$(IMG_REPO)@$$(tr -d '[:space:]' < $(IMAGE_DIGEST_FILE))"; else image="$(IMG)"; fi; \
+	$(KUBECTL) kustomize config/default | sed "s|image: teardown-controller:latest\$$|image: $$image|" > $(RELEASE_DIR)/install.yaml.tmp; \
+	grep -q "image: $$image\$$" $(RELEASE_DIR)/install.yaml.tmp || { echo "release-manifests: the Deployment's image was not set to $$image" >&2; exit 1; }; \
+	mv $(RELEASE_DIR)/install.yaml.tmp $(RELEASE_DIR)/install.yaml; \
+	echo "$(RELEASE_DIR)/install.yaml: image $$image"
+	@if [[ -d charts/teardown ]]; then $(MAKE) --no-print-directory release-chart; fi
+
+# HOOK for the Helm chart's owner: package charts/teardown into
+# $(RELEASE_DIR) (helm package charts/teardown -d $(RELEASE_DIR), with the
+# same image pin as install.yaml). make release-manifests calls it when
+# charts/teardown exists.
+.PHONY: release-chart
+release-chart:
+	@echo "release-chart: packaging charts/teardown is not wired yet (see the HOOK comment in the Makefile)" >&2
 
 ##@ Development
 
