@@ -254,7 +254,7 @@ func TestContractNamesAreDocumented(t *testing.T) {
 		"--" + "cluster-resource-namespace", steps.SignatureHeader, "teardown-policy-service-account",
 	}
 	fqName := regexp.MustCompile(`fqName: "([^"]+)"`)
-	for _, c := range finalizer.Collectors() {
+	for _, c := range append(finalizer.Collectors(), teardownpolicy.Collectors()...) {
 		descs := make(chan *prometheus.Desc, 16)
 		c.Describe(descs)
 		close(descs)
