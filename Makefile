@@ -93,8 +93,9 @@ cluster: control-plane ## Run a local control plane until Ctrl-C and print the K
 	$(GO) run ./hack/devcluster
 
 .PHONY: plugin
-plugin: ## Build the kubectl plugin into bin/kubectl-teardown (put bin/ on PATH for `kubectl teardown`).
+plugin: ## Build the kubectl plugin into bin/kubectl-teardown, with its completion script bin/kubectl_complete-teardown (put bin/ on PATH for `kubectl teardown`).
 	$(GO) build -o bin/kubectl-teardown ./cmd/kubectl-teardown
+	install -m 0755 cmd/kubectl-teardown/kubectl_complete-teardown bin/kubectl_complete-teardown
 
 .PHONY: bench-cli
 bench-cli: control-plane plugin ## Time `kubectl teardown status` against the kubectl api-resources + get loop (100 CRDs, 20,000 objects).

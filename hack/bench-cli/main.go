@@ -278,7 +278,7 @@ func kubectlLoop(kubectl string, env []string) (time.Duration, int, error) {
 
 func pluginStatus(plugin string, env []string) (time.Duration, int, error) {
 	start := time.Now()
-	cmd := exec.Command(plugin, "status", "-o", "json")
+	cmd := exec.Command(plugin, "status", "-A", "-o", "json")
 	cmd.Env = env
 	out, err := cmd.Output()
 	if err != nil {

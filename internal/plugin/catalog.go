@@ -205,7 +205,3 @@ func containsString(list []string, s string) bool {
 	}
 	return false
 }
-
-func containsFold(s, sub string) bool {
-	return strings.Contains(strings.ToLower(s), strings.ToLower(sub))
-}

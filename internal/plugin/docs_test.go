@@ -149,7 +149,7 @@ func TestDocsScenario(t *testing.T) {
 	record("explain-configmap.txt", "explain", "configmap/bucket", "-n", "shop")
 	record("explain-foreground.txt", "explain", "configmap/frontend", "-n", "web")
 	js := record("explain-configmap.json.txt", "explain", "configmap/bucket", "-n", "shop", "-o", "json")
-	record("status.txt", "status")
+	record("status.txt", "status", "-A")
 	record("status-stuck.txt", "status", "-n", "web", "--stuck-after", "2s")
 	record("explain-rbac.txt", "explain", "configmap/gadget-1", "-n", "gadgets")
 	record("explain-loadbalancer.txt", "explain", "service/storefront", "-n", "web")
@@ -172,7 +172,7 @@ func TestDocsScenario(t *testing.T) {
 			t.Fatal(err)
 		}
 		var st bytes.Buffer
-		r := cli(t, "", nil, "status", "-o", "json")
+		r := cli(t, "", nil, "status", "-A", "-o", "json")
 		st.WriteString(r.out)
 		if err := os.WriteFile(filepath.Join("testdata", "status.json"), st.Bytes(), 0o644); err != nil {
 			t.Fatal(err)

@@ -19,24 +19,25 @@ type ExplainOptions struct {
 	genericiooptions.IOStreams
 	flags *genericclioptions.ConfigFlags
 
-	Output string
+	Output *outputFlags
 	Color  string
 	// GCStallAfter is how long the garbage collector may leave a
 	// foregroundDeletion or orphan finalizer with nothing to do, or a
 	// foreground owner's dependents undeleted, before explain reports it
-	// as not progressing (E2).
+	// as not progressing.
 	GCStallAfter time.Duration
 
-	args    []string
-	cluster *cluster
-	target  target
+	args      []string
+	typ, name string
+	cluster   *cluster
+	target    target
 	// Now is the clock; tests pin it.
 	Now func() time.Time
 }
 
 // NewExplainCommand builds `explain`.
 func NewExplainCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &ExplainOptions{IOStreams: streams, flags: flags, Now: time.Now}
+	o := &ExplainOptions{IOStreams: streams, flags: flags, Now: time.Now, Output: newOutputFlags(false)}
 	cmd := &cobra.Command{
 		Use:   "explain TYPE/NAME",
 		Short: "Explain why an object or a namespace is stuck in Terminating",
@@ -45,10 +46,13 @@ for each remaining finalizer, who owns it, whether that owner looks alive, what 
 waits on down to the root blocker, and the safe remedy with what it would leak.
 Read-only: it only issues GETs, LISTs and server-side dry-runs.
 
-Exit code 3 means a blocker was found.`,
+Exit code 3 means a blocker was found. TYPE/NAME and TYPE NAME are both accepted;
+TYPE is a resource, a short name, a kind or resource.group, as with kubectl get.`,
 		Example: `  kubectl teardown explain namespace/shop
-  kubectl teardown explain widgets.example.com/w1 -n shop -o json`,
-		Args: cobra.RangeArgs(1, 2),
+  kubectl teardown explain widgets.example.com w1 -n shop -o json
+  kubectl teardown explain namespace/shop -o jsonpath='{.rootBlockers[*].cause}'`,
+		Args:              usageArgs(cobra.RangeArgs(1, 2)),
+		ValidArgsFunction: completeTypeName(flags),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Complete(cmd, args); err != nil {
 				return err
@@ -59,23 +63,20 @@ Exit code 3 means a blocker was found.`,
 			return o.Run(cmd.Context())
 		},
 	}
-	cmd.Flags().StringVarP(&o.Output, flagOutput, "o", "", "output format: json or yaml (default: a tree)")
-	cmd.Flags().DurationVar(&o.GCStallAfter, "gc-stall-after", gcGrace, "how long the garbage collector may leave a foregroundDeletion or orphan finalizer with nothing to do, or a foreground owner's dependents undeleted, before it is reported as not progressing (E2)")
+	o.Output.addFlags(cmd, "a tree", false)
+	cmd.Flags().DurationVar(&o.GCStallAfter, "gc-stall-after", gcGrace, "how long the garbage collector may leave a foregroundDeletion or orphan finalizer with nothing to do, or a foreground owner's dependents undeleted, before it is reported as not progressing")
 	return cmd
 }
 
-// Complete resolves the target and builds the clients.
+// Complete reads the arguments and builds the clients, without an API call.
 func (o *ExplainOptions) Complete(cmd *cobra.Command, args []string) error {
 	o.args = args
 	o.Color, _ = cmd.Flags().GetString(flagColor)
-	typ, name, err := splitTargetArgs(args)
-	if err != nil {
+	var err error
+	if o.typ, o.name, err = splitTargetArgs(args); err != nil {
 		return err
 	}
-	if o.cluster, err = newCluster(o.flags); err != nil {
-		return err
-	}
-	o.target, err = o.cluster.resolve(typ, name)
+	o.cluster, err = newCluster(o.flags)
 	return err
 }
 
@@ -84,7 +85,7 @@ func (o *ExplainOptions) Validate() error {
 	if o.GCStallAfter <= 0 {
 		return usageErrorf("--gc-stall-after must be positive")
 	}
-	return validateOutput(o.Output)
+	return o.Output.validate()
 }
 
 // Run explains and prints; it returns errBlocked when a blocker was found.
@@ -92,14 +93,18 @@ func (o *ExplainOptions) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	var err error
+	if o.target, err = o.cluster.resolve(o.typ, o.name); err != nil {
+		return err
+	}
 	ex := newExplainer(o.cluster, o.Now())
 	ex.gcStallAfter = o.GCStallAfter
 	rep, err := ex.explain(ctx, o.target)
 	if err != nil {
 		return err
 	}
-	if o.Output != outputTree {
-		if err := writeStructured(o.Out, o.Output, rep); err != nil {
+	if !o.Output.isOwn() {
+		if err := o.Output.printReport(o.Out, rep.APIVersion, rep.Kind, rep); err != nil {
 			return err
 		}
 	} else {

@@ -235,7 +235,7 @@ func (e *explainer) webhookFinding(ctx context.Context, w webhookInfo, ns string
 
 // contentFindings lists what remains in the namespace.
 func (e *explainer) contentFindings(ctx context.Context, ns *corev1.Namespace, conds map[corev1.NamespaceConditionType]corev1.NamespaceCondition) []Finding {
-	items, errs := e.c.listMeta(ctx, e.getResources(), ns.Name, 8)
+	items, errs := e.c.listMeta(ctx, e.getResources(), ns.Name, "", 8)
 	var out []Finding
 	podsRemain, othersLive := 0, 0
 	var with, without []metaItem

@@ -155,7 +155,7 @@ func (e *explainer) explain(ctx context.Context, t target) (*Report, error) {
 // deletedNamespace looks for objects left in a namespace that no longer
 // exists (A12), or returns notFound.
 func (e *explainer) deletedNamespace(ctx context.Context, t target, notFound error) (*Report, error) {
-	items, _ := e.c.listMeta(ctx, e.getResources(), t.Name, 8)
+	items, _ := e.c.listMeta(ctx, e.getResources(), t.Name, "", 8)
 	var left []metaItem
 	for _, it := range items {
 		if it.Res.GVR.Resource != "events" {
@@ -798,7 +798,7 @@ func (e *explainer) dependents(ctx context.Context, ns string, uid types.UID) []
 // chains ask for the same namespace again and again.
 func (e *explainer) scope(ctx context.Context, ns string) []metaItem {
 	e.doOnce("scope/"+ns, func() {
-		items, _ := e.c.listMeta(ctx, e.getResources(), ns, 8)
+		items, _ := e.c.listMeta(ctx, e.getResources(), ns, "", 8)
 		e.mu.Lock()
 		if e.scopes == nil {
 			e.scopes = map[string][]metaItem{}
@@ -1056,7 +1056,7 @@ func (e *explainer) crdCleanup(ctx context.Context, fd *Finding, obj metav1.Obje
 		}
 	}
 	res := apiResource{GVR: schema.GroupVersionResource{Group: group, Version: version, Resource: plural}, Kind: kind, Namespaced: scope == "Namespaced"}
-	items, errs := e.c.listMeta(ctx, []apiResource{res}, "", 1)
+	items, errs := e.c.listMeta(ctx, []apiResource{res}, "", "", 1)
 	if len(errs) > 0 {
 		fd.Message = fmt.Sprintf("the custom resources cannot be listed: %v%s", errs[0], condMsg)
 		return

@@ -32,13 +32,14 @@ type PlanOptions struct {
 	genericiooptions.IOStreams
 	flags *genericclioptions.ConfigFlags
 
-	Output  string
+	Output  *outputFlags
 	Cascade string
 	Color   string
 
-	cluster *cluster
-	target  target
-	Now     func() time.Time
+	typ, name string
+	cluster   *cluster
+	target    target
+	Now       func() time.Time
 }
 
 // PlanNode is one object a delete would touch.
@@ -84,7 +85,7 @@ const (
 
 // NewPlanCommand builds `plan`.
 func NewPlanCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &PlanOptions{IOStreams: streams, flags: flags, Now: time.Now}
+	o := &PlanOptions{IOStreams: streams, flags: flags, Now: time.Now, Output: newOutputFlags(false)}
 	cmd := &cobra.Command{
 		Use:   "plan TYPE/NAME",
 		Short: "Show what deleting an object would do, deleting nothing",
@@ -94,7 +95,8 @@ will hold objects, and the Teardown policy steps that will run. For a namespace,
 everything in it is deleted (pods first).`,
 		Example: `  kubectl teardown plan deployment/web -n shop
   kubectl teardown plan configmap/root -n shop --cascade=foreground -o json`,
-		Args: cobra.RangeArgs(1, 2),
+		Args:              usageArgs(cobra.RangeArgs(1, 2)),
+		ValidArgsFunction: completeTypeName(flags),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Complete(cmd, args); err != nil {
 				return err
@@ -105,22 +107,19 @@ everything in it is deleted (pods first).`,
 			return o.Run(cmd.Context())
 		},
 	}
-	cmd.Flags().StringVarP(&o.Output, flagOutput, "o", "", "output format: json or yaml (default: a tree)")
+	o.Output.addFlags(cmd, "a tree", false)
 	cmd.Flags().StringVar(&o.Cascade, "cascade", cascadeBackground, "propagation policy: background, foreground or orphan")
 	return cmd
 }
 
-// Complete resolves the target.
+// Complete reads the arguments and builds the clients, without an API call.
 func (o *PlanOptions) Complete(cmd *cobra.Command, args []string) error {
 	o.Color, _ = cmd.Flags().GetString(flagColor)
-	typ, name, err := splitTargetArgs(args)
-	if err != nil {
+	var err error
+	if o.typ, o.name, err = splitTargetArgs(args); err != nil {
 		return err
 	}
-	if o.cluster, err = newCluster(o.flags); err != nil {
-		return err
-	}
-	o.target, err = o.cluster.resolve(typ, name)
+	o.cluster, err = newCluster(o.flags)
 	return err
 }
 
@@ -131,13 +130,17 @@ func (o *PlanOptions) Validate() error {
 	default:
 		return usageErrorf("unknown --cascade %q: use background, foreground or orphan", o.Cascade)
 	}
-	return validateOutput(o.Output)
+	return o.Output.validate()
 }
 
 // Run builds and prints the plan.
 func (o *PlanOptions) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
+	}
+	var err error
+	if o.target, err = o.cluster.resolve(o.typ, o.name); err != nil {
+		return err
 	}
 	ex := newExplainer(o.cluster, o.Now())
 	obj, err := ex.getObject(ctx, o.target.GVR, o.target.Namespace, o.target.Name)
@@ -148,7 +151,7 @@ func (o *PlanOptions) Run(ctx context.Context) error {
 	if o.target.isNamespace() {
 		scope = obj.GetName()
 	}
-	items, _ := o.cluster.listMeta(ctx, ex.getResources(), scope, 8)
+	items, _ := o.cluster.listMeta(ctx, ex.getResources(), scope, "", 8)
 	steps := map[string][]string{}
 	for _, p := range ex.getPolicies(ctx) {
 		steps[p.Finalizer] = p.Steps
@@ -163,8 +166,8 @@ func (o *PlanOptions) Run(ctx context.Context) error {
 	} else {
 		rep = buildPlan(root, items, o.Cascade, steps)
 	}
-	if o.Output != outputTree {
-		return writeStructured(o.Out, o.Output, rep)
+	if !o.Output.isOwn() {
+		return o.Output.printReport(o.Out, rep.APIVersion, rep.Kind, rep)
 	}
 	color, err := useColor(o.Color, o.Out)
 	if err != nil {

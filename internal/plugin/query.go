@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
@@ -132,7 +133,12 @@ func (c *cluster) resolve(typ, name string) (target, error) {
 		gvr, err = c.mapper.ResourceFor(gr.WithVersion(""))
 	}
 	if err != nil {
-		return target{}, &exitError{code: ExitUsage, err: fmt.Errorf("unknown resource type %q: %w", typ, err)}
+		// Only a type the server does not serve is the user's mistake; an
+		// unreachable or failing API server is an error (exit code 1).
+		if meta.IsNoMatchError(err) {
+			return target{}, &exitError{code: ExitUsage, err: fmt.Errorf("unknown resource type %q: %w", typ, err)}
+		}
+		return target{}, fmt.Errorf("resolving the resource type %q: %w", typ, err)
 	}
 	gvk, err := c.mapper.KindFor(gvr)
 	if err != nil {
@@ -199,10 +205,11 @@ func (m metaItem) ref() ObjectRef {
 }
 
 // listMeta lists the metadata of every object of resources in namespace ns
-// ("" for all namespaces and cluster-scoped kinds), with workers lists in
-// flight. Lists that fail (forbidden, gone) are returned as errors beside the
-// items of the others.
-func (c *cluster) listMeta(ctx context.Context, resources []apiResource, ns string, workers int) ([]metaItem, []error) {
+// ("" for all namespaces and cluster-scoped kinds) that matches the label
+// selector (everything if ""), with workers lists in flight. Lists that
+// fail (forbidden, gone) are returned as errors beside the items of the
+// others.
+func (c *cluster) listMeta(ctx context.Context, resources []apiResource, ns, selector string, workers int) ([]metaItem, []error) {
 	if workers < 1 {
 		workers = 1
 	}
@@ -218,7 +225,7 @@ func (c *cluster) listMeta(ctx context.Context, resources []apiResource, ns stri
 		go func() {
 			defer wg.Done()
 			for r := range work {
-				got, err := c.listOne(ctx, r, ns)
+				got, err := c.listOne(ctx, r, ns, selector)
 				mu.Lock()
 				items = append(items, got...)
 				if err != nil {
@@ -249,9 +256,9 @@ func (c *cluster) listMeta(ctx context.Context, resources []apiResource, ns stri
 	return items, errs
 }
 
-func (c *cluster) listOne(ctx context.Context, r apiResource, ns string) ([]metaItem, error) {
+func (c *cluster) listOne(ctx context.Context, r apiResource, ns, selector string) ([]metaItem, error) {
 	var out []metaItem
-	opts := metav1.ListOptions{Limit: 500}
+	opts := metav1.ListOptions{Limit: 500, LabelSelector: selector}
 	for {
 		var (
 			l   *metav1.PartialObjectMetadataList
@@ -278,21 +285,13 @@ func (c *cluster) listOne(ctx context.Context, r apiResource, ns string) ([]meta
 	}
 }
 
-// age renders a duration the way kubectl does (2m, 3h, 4d).
+// age renders a duration the way kubectl's AGE column does (90s, 2m30s,
+// 5h10m, 3d4h).
 func age(d time.Duration) string {
 	if d < 0 {
 		d = -d
 	}
-	switch {
-	case d < 2*time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < 2*time.Hour:
-		return fmt.Sprintf("%dm", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh", int(d.Hours()))
-	default:
-		return fmt.Sprintf("%dd", int(d.Hours()/24))
-	}
+	return duration.HumanDuration(d)
 }
 
 // ignorable reports API errors that mean "this kind is not here / not ours".

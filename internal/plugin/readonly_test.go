@@ -74,6 +74,7 @@ func TestReadOnlyCommandsNeverWrite(t *testing.T) {
 		{"explain", "namespace/" + gone},
 		{"explain", "namespace/" + gone, "-o", "yaml"},
 		{"status"},
+		{"status", "-A"},
 		{"status", "-n", ns, "-o", "json"},
 		{"plan", "configmap/root", "-n", ns, "--cascade", "foreground"},
 		{"plan", "namespace/" + ns, "-o", "json"},

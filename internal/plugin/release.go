@@ -61,9 +61,10 @@ type ReleaseOptions struct {
 	ResourceVersion string
 	Color           string
 
-	cluster *cluster
-	target  target
-	Now     func() time.Time
+	typ, name string
+	cluster   *cluster
+	target    target
+	Now       func() time.Time
 	// beforeApply runs between the evidence and the write; tests use it to
 	// change the object in that window.
 	beforeApply func()
@@ -104,7 +105,8 @@ The CRD cleanup finalizer and a namespace's kubernetes token are refused without
 --force, and --force prints what will be orphaned.`,
 		Example: `  kubectl teardown release configmap/cfg -n shop --finalizer example.com/cleanup --reason "operator uninstalled, bucket deleted by hand"
   kubectl teardown release namespace/shop --finalizer openshift.io/origin --reason "OpenShift 3 leftover" --yes`,
-		Args: cobra.RangeArgs(1, 2),
+		Args:              usageArgs(cobra.RangeArgs(1, 2)),
+		ValidArgsFunction: completeTypeName(o.flags),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Complete(cmd, args); err != nil {
 				return err
@@ -121,6 +123,9 @@ The CRD cleanup finalizer and a namespace's kubernetes token are refused without
 	cmd.Flags().BoolVar(&o.Force, flagForce, false, "allow the dangerous finalizers (CRD cleanup, namespace kubernetes) and objects not being deleted")
 	cmd.Flags().StringVar(&o.AuditLog, flagAuditLog, defaultAuditLog(), "local JSON-lines audit log")
 	cmd.Flags().StringVar(&o.ResourceVersion, flagResourceVersion, "", "apply only if the object is still at this resourceVersion (the one a dry-run showed)")
+	// Checked before any API call, by cobra and again by Validate.
+	_ = cmd.MarkFlagRequired(flagFinalizer)
+	_ = cmd.MarkFlagRequired(flagReason)
 	return cmd
 }
 
@@ -136,17 +141,14 @@ func defaultAuditLog() string {
 	return filepath.Join(dir, "kubectl-teardown", "audit.jsonl")
 }
 
-// Complete resolves the target and builds the clients.
+// Complete reads the arguments and builds the clients, without an API call.
 func (o *ReleaseOptions) Complete(cmd *cobra.Command, args []string) error {
 	o.Color, _ = cmd.Flags().GetString(flagColor)
-	typ, name, err := splitTargetArgs(args)
-	if err != nil {
+	var err error
+	if o.typ, o.name, err = splitTargetArgs(args); err != nil {
 		return err
 	}
-	if o.cluster, err = newCluster(o.flags); err != nil {
-		return err
-	}
-	o.target, err = o.cluster.resolve(typ, name)
+	o.cluster, err = newCluster(o.flags)
 	return err
 }
 
@@ -190,6 +192,9 @@ func (o *ReleaseOptions) Run(ctx context.Context) error {
 		return err
 	}
 	p := palette{on: color}
+	if o.target, err = o.cluster.resolve(o.typ, o.name); err != nil {
+		return err
+	}
 	ex := newExplainer(o.cluster, o.Now())
 	obj, err := ex.getObject(ctx, o.target.GVR, o.target.Namespace, o.target.Name)
 	if err != nil {
@@ -362,7 +367,7 @@ func (o *ReleaseOptions) auditEvent(ctx context.Context, ref ObjectRef, rec Audi
 func (o *ReleaseOptions) wouldOrphan(ctx context.Context, ex *explainer, obj *unstructured.Unstructured) []string {
 	var out []string
 	if o.target.isNamespace() {
-		items, _ := o.cluster.listMeta(ctx, ex.getResources(), obj.GetName(), 8)
+		items, _ := o.cluster.listMeta(ctx, ex.getResources(), obj.GetName(), "", 8)
 		for _, it := range items {
 			if it.Res.GVR.Resource != "events" {
 				out = append(out, it.ref().String())

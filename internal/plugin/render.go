@@ -6,30 +6,13 @@ SPDX-License-Identifier: Apache-2.0
 package plugin
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 
 	"golang.org/x/term"
-	"sigs.k8s.io/yaml"
 )
-
-// Output formats.
-const (
-	outputTree = ""
-	outputJSON = "json"
-	outputYAML = "yaml"
-)
-
-func validateOutput(o string) error {
-	switch o {
-	case outputTree, outputJSON, outputYAML:
-		return nil
-	}
-	return usageErrorf("unknown output format %q: use json or yaml (or nothing for the tree)", o)
-}
 
 // palette colours text; the zero value does not.
 type palette struct{ on bool }
@@ -71,27 +54,6 @@ func (p palette) severity(s string) string {
 	default:
 		return p.dim("·")
 	}
-}
-
-// writeStructured prints v as JSON or YAML.
-func writeStructured(w io.Writer, format string, v any) error {
-	switch format {
-	case outputJSON:
-		data, err := json.MarshalIndent(v, "", "  ")
-		if err != nil {
-			return fmt.Errorf("encoding JSON: %w", err)
-		}
-		_, err = fmt.Fprintf(w, "%s\n", data)
-		return err
-	case outputYAML:
-		data, err := yaml.Marshal(v)
-		if err != nil {
-			return fmt.Errorf("encoding YAML: %w", err)
-		}
-		_, err = w.Write(data)
-		return err
-	}
-	return fmt.Errorf("unknown format %q", format)
 }
 
 // renderReport writes explain's tree.

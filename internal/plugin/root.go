@@ -13,12 +13,15 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/klog/v2"
+
+	"github.com/teardown-dev/teardown/internal/version"
 )
 
 // Exit codes of kubectl-teardown.
@@ -39,7 +42,9 @@ const (
 const (
 	flagOutput        = "output"
 	flagAllNamespaces = "all-namespaces"
+	flagSelector      = "selector"
 	flagColor         = "color"
+	flagVersion       = "version"
 )
 
 // exitError carries an exit code through cobra.
@@ -60,6 +65,16 @@ func usageErrorf(format string, args ...any) error {
 	return &exitError{code: ExitUsage, err: fmt.Errorf(format, args...)}
 }
 
+// usageArgs makes an argument check's error a usage error (exit code 2).
+func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := check(cmd, args); err != nil {
+			return &exitError{code: ExitUsage, err: err}
+		}
+		return nil
+	}
+}
+
 // errBlocked makes the command exit with ExitBlocked without printing an error.
 var errBlocked = &exitError{code: ExitBlocked}
 
@@ -78,13 +93,19 @@ func newRootCommand(flags *genericclioptions.ConfigFlags, streams genericiooptio
 previews what a deletion would do, shows teardown progress, and removes a
 finalizer safely (dry-run first, evidence shown, audited).
 
-Exit codes: 0 ok, 1 error, 2 usage, 3 blocked (explain found a blocker; status
---stuck-after found an object Terminating for longer than that).`,
+Exit codes: 0 ok, 1 error (including an unreachable cluster), 2 usage, 3 blocked
+(explain found a blocker; status --stuck-after found an object Terminating for
+longer than that).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl teardown"},
+		Version:       version.Get().String(),
 	}
+	// --version without a shorthand: -v is klog's verbosity.
+	root.Flags().Bool(flagVersion, false, "print the version and exit")
+	root.SetVersionTemplate("kubectl-teardown {{.Version}}\n")
 	flags.AddFlags(root.PersistentFlags())
+	registerFlagCompletions(root, flags)
 	root.PersistentFlags().String(flagColor, "auto", "colour the output: auto (only on a terminal), always, never")
 	root.SetIn(streams.In)
 	root.SetOut(streams.Out)
@@ -97,6 +118,7 @@ Exit codes: 0 ok, 1 error, 2 usage, 3 blocked (explain found a blocker; status
 		NewStatusCommand(flags, streams),
 		NewPlanCommand(flags, streams),
 		NewReleaseCommand(flags, streams),
+		NewVersionCommand(streams),
 	)
 	return root
 }
@@ -137,11 +159,13 @@ func exitCode(err error, streams genericiooptions.IOStreams) int {
 	return ExitError
 }
 
-// isUsageError recognises cobra's argument and unknown-command errors.
+// isUsageError recognises the errors cobra returns before a command runs:
+// unknown commands and flags, and required flags not set. Argument checks
+// are wrapped by usageArgs instead.
 func isUsageError(err error) bool {
 	msg := err.Error()
-	for _, p := range []string{"unknown command", "accepts ", "requires ", "unknown flag", "unknown shorthand"} {
-		if len(msg) >= len(p) && containsFold(msg, p) {
+	for _, p := range []string{"unknown command ", "unknown flag", "unknown shorthand", "required flag(s) "} {
+		if strings.HasPrefix(msg, p) {
 			return true
 		}
 	}

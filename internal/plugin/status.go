@@ -11,14 +11,16 @@ import (
 	"io"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/teardown-dev/teardown/pkg/finalizer/record"
 )
@@ -28,7 +30,11 @@ type StatusOptions struct {
 	genericiooptions.IOStreams
 	flags *genericclioptions.ConfigFlags
 
-	Output   string
+	Output *outputFlags
+	// AllNamespaces is -A: every namespace and the cluster-scoped kinds.
+	AllNamespaces bool
+	// Selector is -l, a label selector on the objects listed.
+	Selector string
 	Watch    bool
 	Interval time.Duration
 	Workers  int
@@ -38,8 +44,10 @@ type StatusOptions struct {
 	// period).
 	StuckAfter time.Duration
 
-	cluster   *cluster
+	cluster *cluster
+	// namespace is the one namespace listed; "" with -A.
 	namespace string
+	selector  labels.Selector
 	Now       func() time.Time
 }
 
@@ -71,22 +79,43 @@ type StatusReport struct {
 
 // NewStatusCommand builds `status`.
 func NewStatusCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &StatusOptions{IOStreams: streams, flags: flags, Now: time.Now}
+	return newStatusCommand(newStatusOptions(flags, streams))
+}
+
+func newStatusOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *StatusOptions {
+	return &StatusOptions{IOStreams: streams, flags: flags, Now: time.Now, Output: newOutputFlags(true, outputWide)}
+}
+
+func newStatusCommand(o *StatusOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status",
-		Short: "List every Terminating object, with its age and a one-line blocker",
-		Long: `Status lists every object being deleted in the cluster (or, with -n, in one
-namespace), how long it has been terminating, and a one-line blocker. It uses
-metadata-only lists of the kinds that can be deleted, in parallel, and never writes.
-With --watch it refreshes as teardowns progress, including Teardown policy steps.
+		Short: "List the Terminating objects of a namespace (or -A), with their age and a one-line blocker",
+		Long: `Status lists the objects being deleted, how long each has been terminating, and
+a one-line blocker. Like kubectl get, it lists one namespace: -n, or else the
+kubeconfig context's namespace; a terminating namespace is listed with what it
+still holds. -A lists every namespace and also the cluster-scoped kinds (Nodes,
+PersistentVolumes, CRDs, ...), which belong to no namespace. -l keeps the objects
+whose labels match. It uses metadata-only lists of the kinds that can be deleted,
+in parallel, and never writes. With --watch it refreshes as teardowns progress,
+including Teardown policy steps.
+
+Output goes through kubectl's printers: a table (-o wide adds the finalizers and
+the API version; --no-headers drops the header line), -o name, and -o json, yaml,
+jsonpath=... or go-template=... over the StatusReport schema (docs/cli.md).
+Warnings (kinds that could not be listed) and the --stuck-after summary go to
+stderr, so stdout stays parseable.
 
 With --stuck-after it exits with code 3 when something has been Terminating for
 longer than that (pods: counted from the end of their grace period), for scripts
 and monitoring.`,
 		Example: `  kubectl teardown status
+  kubectl teardown status -A
   kubectl teardown status -n shop --watch
-  kubectl teardown status --stuck-after 15m || alert "deletions are stuck"`,
-		Args: cobra.NoArgs,
+  kubectl teardown status -A -l app.kubernetes.io/part-of=shop -o wide
+  kubectl teardown status -A -o name
+  kubectl teardown status -A -o jsonpath='{range .items[*]}{.object.kind}/{.object.name}{"\t"}{.blocker}{"\n"}{end}'
+  kubectl teardown status -A --stuck-after 15m || alert "deletions are stuck"`,
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Complete(cmd, args); err != nil {
 				return err
@@ -97,7 +126,9 @@ and monitoring.`,
 			return o.Run(cmd.Context())
 		},
 	}
-	cmd.Flags().StringVarP(&o.Output, flagOutput, "o", "", "output format: json or yaml (default: a table)")
+	o.Output.addFlags(cmd, "a table", true)
+	cmd.Flags().BoolVarP(&o.AllNamespaces, flagAllNamespaces, "A", false, "list every namespace and the cluster-scoped kinds; -n is then ignored")
+	cmd.Flags().StringVarP(&o.Selector, flagSelector, "l", "", "label selector to filter on, as kubectl's (e.g. -l 'app=web,tier!=cache')")
 	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "refresh until interrupted")
 	cmd.Flags().DurationVar(&o.Interval, "interval", 2*time.Second, "refresh interval with --watch")
 	cmd.Flags().IntVar(&o.Workers, "workers", 16, "lists in flight")
@@ -105,14 +136,14 @@ and monitoring.`,
 	return cmd
 }
 
-// Complete builds the clients.
+// Complete builds the clients and picks the namespace, without an API call.
 func (o *StatusOptions) Complete(cmd *cobra.Command, _ []string) error {
 	o.Color, _ = cmd.Flags().GetString(flagColor)
 	var err error
 	if o.cluster, err = newCluster(o.flags); err != nil {
 		return err
 	}
-	if o.cluster.explicitNamespace {
+	if !o.AllNamespaces {
 		o.namespace = o.cluster.namespace
 	}
 	return nil
@@ -120,8 +151,8 @@ func (o *StatusOptions) Complete(cmd *cobra.Command, _ []string) error {
 
 // Validate checks the flags.
 func (o *StatusOptions) Validate() error {
-	if o.Watch && o.Output != outputTree {
-		return usageErrorf("--watch prints a table; it cannot be combined with -o")
+	if o.Watch && !o.Output.isOwn() {
+		return usageErrorf("--watch prints a table; it cannot be combined with -o %s", o.Output.format())
 	}
 	if o.Interval < 100*time.Millisecond {
 		return usageErrorf("--interval must be at least 100ms")
@@ -132,7 +163,12 @@ func (o *StatusOptions) Validate() error {
 	if o.Watch && o.StuckAfter > 0 {
 		return usageErrorf("--stuck-after sets the exit code of one listing; it cannot be combined with --watch")
 	}
-	return validateOutput(o.Output)
+	sel, err := labels.Parse(o.Selector)
+	if err != nil {
+		return usageErrorf("invalid --%s %q: %v", flagSelector, o.Selector, err)
+	}
+	o.selector = sel
+	return o.Output.validate()
 }
 
 // Run lists, prints, and with --watch repeats.
@@ -140,7 +176,7 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	color, err := useColor(o.Color, o.Out)
+	color, err := useColor(o.Color, o.ErrOut)
 	if err != nil {
 		return err
 	}
@@ -154,16 +190,12 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 			return err
 		}
 		markStuck(rep, o.Now(), o.StuckAfter)
-		if o.Output != outputTree {
-			if err := writeStructured(o.Out, o.Output, rep); err != nil {
-				return err
-			}
-			return stuckExit(rep)
-		}
 		if o.Watch {
 			fmt.Fprintf(o.Out, "%s\n", o.Now().Format(time.TimeOnly))
 		}
-		renderStatus(o.Out, rep, palette{on: color})
+		if err := o.print(rep, palette{on: color}); err != nil {
+			return err
+		}
 		if !o.Watch {
 			return stuckExit(rep)
 		}
@@ -238,14 +270,29 @@ func (o *StatusOptions) collect(ctx context.Context) (*StatusReport, error) {
 	if partial != nil {
 		rep.Errors = append(rep.Errors, partial.Error())
 	}
-	// Namespaces are read in full: their conditions name the blocker.
-	namespaces := map[string]*corev1.Namespace{}
-	nsList, err := o.cluster.kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("listing namespaces: %w", err)
-	}
-	for i := range nsList.Items {
-		namespaces[nsList.Items[i].Name] = &nsList.Items[i]
+	// Namespaces are read in full: their conditions name the blocker. With
+	// one namespace, only that one is read, so a user who may not list
+	// namespaces can still see their own.
+	var namespaces []corev1.Namespace
+	if o.namespace == "" {
+		nsList, err := o.cluster.kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: o.Selector})
+		if err != nil {
+			return nil, fmt.Errorf("listing namespaces: %w", err)
+		}
+		namespaces = nsList.Items
+	} else {
+		ns, err := o.cluster.kube.CoreV1().Namespaces().Get(ctx, o.namespace, metav1.GetOptions{})
+		switch {
+		case err == nil:
+			if o.selector == nil || o.selector.Matches(labels.Set(ns.Labels)) {
+				namespaces = []corev1.Namespace{*ns}
+			}
+		case apierrors.IsNotFound(err):
+		case apierrors.IsForbidden(err):
+			rep.Errors = append(rep.Errors, fmt.Sprintf("reading namespace %s: %v", o.namespace, err))
+		default:
+			return nil, fmt.Errorf("reading namespace %s: %w", o.namespace, err)
+		}
 	}
 	var rs []apiResource
 	for _, r := range deletable(resources) {
@@ -257,7 +304,7 @@ func (o *StatusOptions) collect(ctx context.Context) (*StatusReport, error) {
 		}
 		rs = append(rs, r)
 	}
-	items, errs := o.cluster.listMeta(ctx, rs, o.namespace, o.Workers)
+	items, errs := o.cluster.listMeta(ctx, rs, o.namespace, o.Selector, o.Workers)
 	for _, err := range errs {
 		rep.Errors = append(rep.Errors, err.Error())
 	}
@@ -269,8 +316,9 @@ func (o *StatusOptions) collect(ctx context.Context) (*StatusReport, error) {
 			TerminatingFor: age(now.Sub(it.Obj.DeletionTimestamp.Time)), Finalizers: it.Obj.Finalizers,
 			Blocker: objectBlocker(it.Res.Kind, &it.Obj, now), Progress: record.ReadProgress(&it.Obj)})
 	}
-	for _, ns := range namespaces {
-		if ns.DeletionTimestamp == nil || (o.namespace != "" && ns.Name != o.namespace) {
+	for i := range namespaces {
+		ns := &namespaces[i]
+		if ns.DeletionTimestamp == nil {
 			continue
 		}
 		fins := append([]string{}, ns.Finalizers...)
@@ -393,21 +441,86 @@ func shorten(s string, n int) string {
 	return s[:n-1] + "…"
 }
 
-func renderStatus(w io.Writer, rep *StatusReport, p palette) {
-	if len(rep.Items) == 0 {
-		fmt.Fprintln(w, "Nothing is terminating.")
-	} else {
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "NAMESPACE\tKIND\tNAME\tAGE\tBLOCKER")
-		for _, r := range rep.Items {
+// print writes rep in the -o format: the table and -o name on stdout, the
+// rest through kubectl's printers; warnings and the --stuck-after summary
+// on stderr.
+func (o *StatusOptions) print(rep *StatusReport, p palette) error {
+	var err error
+	switch format := o.Output.format(); {
+	case o.Output.isOwn():
+		if len(rep.Items) == 0 {
+			fmt.Fprintln(o.ErrOut, o.nothing())
+			break
+		}
+		table := statusTable(rep, o.namespace == "")
+		err = printers.NewTablePrinter(printers.PrintOptions{NoHeaders: o.Output.NoHeaders, Wide: format == outputWide}).PrintObj(table, o.Out)
+	case format == outputName:
+		var np printers.ResourcePrinter
+		if np, err = o.Output.namePrinter(); err != nil {
+			return err
+		}
+		for _, it := range rep.Items {
+			obj := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: it.Object.APIVersion, Kind: it.Object.Kind},
+				ObjectMeta: metav1.ObjectMeta{Namespace: it.Object.Namespace, Name: it.Object.Name}}
+			if err = np.PrintObj(obj, o.Out); err != nil {
+				return err
+			}
+		}
+	default:
+		err = o.Output.printReport(o.Out, rep.APIVersion, rep.Kind, rep)
+	}
+	if err != nil {
+		return err
+	}
+	renderStatusNotes(o.ErrOut, rep, p)
+	return nil
+}
+
+// nothing is the empty listing's line, as kubectl's "No resources found".
+func (o *StatusOptions) nothing() string {
+	if o.namespace != "" {
+		return "Nothing is terminating in namespace " + o.namespace + "."
+	}
+	return "Nothing is terminating."
+}
+
+// statusTable is the table of rep; the NAMESPACE column only with -A, as in
+// kubectl get. Columns of priority 1 are shown by -o wide.
+func statusTable(rep *StatusReport, withNamespace bool) *metav1.Table {
+	t := &metav1.Table{}
+	if withNamespace {
+		t.ColumnDefinitions = append(t.ColumnDefinitions, metav1.TableColumnDefinition{Name: "Namespace", Type: "string"})
+	}
+	t.ColumnDefinitions = append(t.ColumnDefinitions,
+		metav1.TableColumnDefinition{Name: "Kind", Type: "string"},
+		metav1.TableColumnDefinition{Name: "Name", Type: "string", Format: "name"},
+		metav1.TableColumnDefinition{Name: "Age", Type: "string", Description: "how long it has been Terminating"},
+		metav1.TableColumnDefinition{Name: "Blocker", Type: "string"},
+		metav1.TableColumnDefinition{Name: "Finalizers", Type: "string", Priority: 1},
+		metav1.TableColumnDefinition{Name: "APIVersion", Type: "string", Priority: 1},
+	)
+	for _, r := range rep.Items {
+		var cells []any
+		if withNamespace {
 			ns := r.Object.Namespace
 			if ns == "" {
 				ns = "-"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", ns, r.Object.Kind, r.Object.Name, r.TerminatingFor, r.Blocker)
+			cells = append(cells, ns)
 		}
-		_ = tw.Flush()
+		fins := strings.Join(r.Finalizers, ",")
+		if fins == "" {
+			fins = "<none>"
+		}
+		cells = append(cells, r.Object.Kind, r.Object.Name, r.TerminatingFor, r.Blocker, fins, r.Object.APIVersion)
+		t.Rows = append(t.Rows, metav1.TableRow{Cells: cells})
 	}
+	return t
+}
+
+// renderStatusNotes writes what is not a row, for people: the
+// --stuck-after summary and the kinds that could not be listed.
+func renderStatusNotes(w io.Writer, rep *StatusReport, p palette) {
 	if rep.Stuck > 0 {
 		fmt.Fprintf(w, "%s %d object(s) Terminating for more than %s\n", p.red("stuck:"), rep.Stuck, rep.StuckAfter)
 	}

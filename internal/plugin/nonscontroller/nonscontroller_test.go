@@ -133,7 +133,7 @@ func TestExplainNamespaceControllerNotRunning(t *testing.T) {
 		t.Errorf("root blockers = %+v", rep.RootBlockers)
 	}
 
-	out, errOut, code := run("status", "-o", "json")
+	out, errOut, code := run("status", "-A", "-o", "json")
 	if code != plugin.ExitOK {
 		t.Fatalf("status: exit %d: %s", code, errOut)
 	}
