@@ -10,6 +10,8 @@ export KUBEBUILDER_ASSETS ?= $(CURDIR)/$(K8S_BIN)
 TEST_FLAGS ?= -count=1 -timeout=30m
 # controller-gen is pinned in hack/tools/controller-gen/go.mod.
 CONTROLLER_GEN := bin/controller-gen
+# helm is pinned in hack/tools/helm/go.mod.
+HELM := bin/helm
 # make deploy/undeploy talk to the cluster of the current kubeconfig.
 KUBECTL ?= $(K8S_BIN)/kubectl
 # The teardown-controller image make deploy sets in the Deployment.
@@ -42,7 +44,7 @@ demo: control-plane ## Start a local control plane; watch a guarded Service dele
 	$(GO) run ./hack/demo
 
 .PHONY: test
-test: control-plane ## Run every test against a real local control plane.
+test: control-plane $(HELM) ## Run every test against a real local control plane.
 	$(GO) test $(TEST_FLAGS) ./...
 
 ##@ Controller
@@ -74,13 +76,26 @@ release-manifests: ## Write RELEASE_DIR/install.yaml (config/default, image IMG_
 	echo "$(RELEASE_DIR)/install.yaml: image $$image"
 	@if [[ -d charts/teardown ]]; then $(MAKE) --no-print-directory release-chart; fi
 
-# HOOK for the Helm chart's owner: package charts/teardown into
-# $(RELEASE_DIR) (helm package charts/teardown -d $(RELEASE_DIR), with the
-# same image pin as install.yaml). make release-manifests calls it when
-# charts/teardown exists.
+# The chart package, with the same image pin as install.yaml: a copy of
+# charts/teardown whose values name IMG_REPO@digest after make image, else IMG.
 .PHONY: release-chart
-release-chart:
-	@echo "release-chart: packaging charts/teardown is not wired yet (see the HOOK comment in the Makefile)" >&2
+release-chart: $(HELM)
+	@tmp=$(RELEASE_DIR)/chart.tmp; rm -rf $$tmp; mkdir -p $$tmp; cp -R charts/teardown $$tmp/; \
+	values=$$tmp/teardown/values.yaml; \
+	if [[ -s $(IMAGE_DIGEST_FILE) ]]; then \
+		repo="$(IMG_REPO)"; digest=$$(tr -d '[:space:]' < $(IMAGE_DIGEST_FILE)); tag=""; \
+	elif [[ "$(IMG)" == *@* ]]; then \
+		img="$(IMG)"; repo="$${img%@*}"; digest="$${img#*@}"; tag=""; \
+	else \
+		repo="$(IMG)"; tag=""; digest=""; \
+		if [[ "$${repo##*/}" == *:* ]]; then tag="$${repo##*:}"; repo="$${repo%:*}"; fi; \
+	fi; \
+	sed -i -e "s|^  repository: .*|  repository: $$repo|" -e "s|^  tag: \"\"|  tag: \"$$tag\"|" -e "s|^  digest: \"\"|  digest: \"$$digest\"|" $$values; \
+	grep -q "^  repository: $$repo\$$" $$values || { echo "release-chart: the chart's image was not set to $$repo" >&2; exit 1; }; \
+	$(HELM) lint $$tmp/teardown >/dev/null; \
+	$(HELM) package $$tmp/teardown -d $(RELEASE_DIR) | sed 's|^|release-chart: |'; \
+	rm -rf $$tmp; \
+	echo "release-chart: image $$repo$${digest:+@$$digest}$${tag:+:$$tag}"
 
 ##@ Development
 
@@ -147,6 +162,17 @@ manifests: $(CONTROLLER_GEN) ## Generate the CRDs (config/crd/bases) and the con
 # Rebuilt only when missing or when its pin in go.mod changes.
 $(CONTROLLER_GEN): hack/tools/controller-gen/go.mod hack/tools/controller-gen/go.sum
 	cd hack/tools/controller-gen && $(GO) build -o $(CURDIR)/$(CONTROLLER_GEN) sigs.k8s.io/controller-tools/cmd/controller-gen
+
+# Rebuilt only when missing or when its pin in go.mod changes.
+$(HELM): hack/tools/helm/go.mod hack/tools/helm/go.sum hack/helm.sh
+	hack/helm.sh
+
+.PHONY: helm
+helm: $(HELM) ## Build helm (pinned in hack/tools/helm/go.mod) into bin/helm.
+
+.PHONY: chart
+chart: ## Write the generated part of charts/teardown (CRDs, RBAC, admission policies, monitoring, dashboard) from config/.
+	$(GO) run ./hack/chart >/dev/null
 
 .PHONY: verify
 verify: ## Fail if code is unformatted, vet complains, go.mod is untidy or generated files are stale.

@@ -11,7 +11,7 @@ if [[ -n "$unformatted" ]]; then
 	fail=1
 fi
 go vet ./...
-for mod in . hack/tools hack/tools/controller-gen; do
+for mod in . hack/tools hack/tools/controller-gen hack/tools/helm hack/tools/image; do
 	(cd "$mod" && cp go.mod /tmp/verify.go.mod && cp go.sum /tmp/verify.go.sum && go mod tidy &&
 		if ! cmp -s go.mod /tmp/verify.go.mod || ! cmp -s go.sum /tmp/verify.go.sum; then
 			echo "go mod tidy changed $mod/go.mod or go.sum" >&2
@@ -25,11 +25,12 @@ if [[ -n "$missing" ]]; then
 	echo "$missing" >&2
 	fail=1
 fi
-# Generated files must be what the generators make of the tree.
-make -s generate manifests
-generated=(api config/crd config/rbac)
+# Generated files must be what the generators make of the tree; the chart's
+# CRDs, RBAC, admission policies and monitoring come from config/ (make chart).
+make -s generate manifests chart
+generated=(api config/crd config/rbac charts/teardown)
 if ! git diff --exit-code --stat -- "${generated[@]}" || [[ -n "$(git ls-files --others --exclude-standard -- "${generated[@]}")" ]]; then
-	echo "generated files are stale: run make generate manifests and commit the result" >&2
+	echo "generated files are stale: run make generate manifests chart and commit the result" >&2
 	git ls-files --others --exclude-standard -- "${generated[@]}" >&2
 	fail=1
 fi

@@ -1,0 +1,40 @@
+{{/*
+Names are fixed, not derived from the release name: the docs, the
+controller's messages (teardown-controller-jobs, teardown-metrics-reader) and
+its ClusterRole (the attach webhook's configuration by name) use them, so one
+release per cluster.
+*/}}
+
+{{- define "teardown.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: teardown
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+{{- end }}
+
+{{/* What the Services, the PodMonitor and the PodDisruptionBudget select. */}}
+{{- define "teardown.selectorLabels" -}}
+app.kubernetes.io/name: teardown-controller
+{{- end }}
+
+{{- define "teardown.serviceAccountName" -}}
+{{ required "serviceAccount.name is required" .Values.serviceAccount.name }}
+{{- end }}
+
+{{/* The controller image, by digest when one is given. */}}
+{{- define "teardown.image" -}}
+{{- if .Values.image.digest -}}
+{{ .Values.image.repository }}@{{ .Values.image.digest }}
+{{- else -}}
+{{ .Values.image.repository }}:{{ default .Chart.AppVersion .Values.image.tag }}
+{{- end -}}
+{{- end }}
+
+{{- define "teardown.webhookServiceName" -}}
+teardown-controller-webhook
+{{- end }}
+
+{{- define "teardown.webhookSecretName" -}}
+teardown-controller-webhook-tls
+{{- end }}
