@@ -279,6 +279,18 @@ func rewrite(obj map[string]any, s source, replaced map[string]bool) error {
 		ann[sentinelKeep] = ""
 		meta["annotations"] = ann
 	}
+	if _, ok := obj["aggregationRule"]; ok {
+		// kube-controller-manager's clusterrole-aggregation writes an
+		// aggregated ClusterRole with server-side apply: racing helm
+		// uninstall, it can create it again, without Helm's ownership, and
+		// the next helm install would refuse it. Kept, it stays Helm's.
+		ann, _ := meta["annotations"].(map[string]any)
+		if ann == nil {
+			ann = map[string]any{}
+		}
+		ann["helm.sh/resource-policy"] = "keep"
+		meta["annotations"] = ann
+	}
 	if kind, _ := obj["kind"].(string); strings.HasSuffix(kind, "Binding") {
 		subjects, _ := obj["subjects"].([]any)
 		for _, sub := range subjects {
