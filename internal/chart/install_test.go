@@ -175,8 +175,8 @@ func (c *cluster) guard(ctl *procctl.Controller, sa string) (string, string, *co
 
 // noTeardownLeft checks that no ConfigMap of ns carries a Teardown key or a
 // cleanup record (progress, step), that no policy is left and that the CRDs
-// remain. The attached record (attached.finalizer.teardown.dev/) stays on an
-// object whose key was released: pkg/finalizer removes only the key.
+// remain. The attached record (attached.finalizer.teardown.dev/) goes with
+// the key it records.
 func (c *cluster) noTeardownLeft(ns, key string) {
 	t := c.t
 	var cms corev1.ConfigMapList
@@ -193,7 +193,8 @@ func (c *cluster) noTeardownLeft(ns, key string) {
 			}
 		}
 		for a := range cm.Annotations {
-			if strings.HasPrefix(a, "progress.finalizer.teardown.dev/") || strings.HasPrefix(a, "steps.teardown.dev/") {
+			if strings.HasPrefix(a, "progress.finalizer.teardown.dev/") || strings.HasPrefix(a, "steps.teardown.dev/") ||
+				strings.HasPrefix(a, "attached.finalizer.teardown.dev/") {
 				t.Errorf("ConfigMap %s/%s still carries record %s", ns, cm.Name, a)
 			}
 		}

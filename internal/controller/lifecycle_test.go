@@ -281,6 +281,14 @@ func TestUnmatchedObjectIsReleased(t *testing.T) {
 		t.Fatal(err)
 	}
 	testenv.Eventually(t, 20*time.Second, "the finalizer to be released", lacksFinalizer(cm, key))
+	// The attached record went with it, so it never vouches for the same
+	// key put there later by someone else.
+	if err := k8s.Get(t.Context(), client.ObjectKeyFromObject(cm), cm); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := cm.Annotations[finalizer.AttachedAnnotation(key)]; ok {
+		t.Errorf("the attached record stayed after the key was released: %v", cm.Annotations)
+	}
 	note := waitForEvent(t, ns, cm.Name, finalizer.ReasonFinalizerReleased)
 	if !strings.Contains(note, "no longer matches TeardownPolicy "+ns+"/selective") {
 		t.Errorf("release Event says %q, want that the object no longer matches", note)

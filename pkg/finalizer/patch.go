@@ -80,6 +80,13 @@ func removePatch(obj client.Object, i int, name string) ([]byte, error) {
 	ops = append(ops,
 		jsonPatchOp{Op: "test", Path: path, Value: name},
 		jsonPatchOp{Op: "remove", Path: path})
+	// The attached record goes with the key it records, so that it never
+	// vouches for the same key put there later by someone else. (Not on
+	// RBAC kinds, where the escalation check would refuse the whole
+	// removal; they carry no record anyway, see add.)
+	if _, ok := obj.GetAnnotations()[AttachedAnnotation(name)]; ok && obj.GetObjectKind().GroupVersionKind().Group != rbacGroup {
+		ops = append(ops, jsonPatchOp{Op: "remove", Path: "/metadata/annotations/" + escapePointer(AttachedAnnotation(name))})
+	}
 	return json.Marshal(ops)
 }
 

@@ -53,6 +53,15 @@ func TestPatches(t *testing.T) {
 			build:  func() ([]byte, error) { return removePatch(obj("u1", "b.io/y", "a.io/x"), 1, "a.io/x") },
 			want:   `[{"op":"test","path":"/metadata/uid","value":"u1"},{"op":"test","path":"/metadata/deletionTimestamp","value":null},{"op":"test","path":"/metadata/finalizers/1","value":"a.io/x"},{"op":"remove","path":"/metadata/finalizers/1","value":null}]`,
 		},
+		"remove with the attached record": {
+			reason: "the record goes in the same patch as the key it records",
+			build: func() ([]byte, error) {
+				o := obj("u1", "a.io/x")
+				o.Annotations = map[string]string{AttachedAnnotation("a.io/x"): "true", "other": "y"}
+				return removePatch(o, 0, "a.io/x")
+			},
+			want: `[{"op":"test","path":"/metadata/uid","value":"u1"},{"op":"test","path":"/metadata/deletionTimestamp","value":null},{"op":"test","path":"/metadata/finalizers/0","value":"a.io/x"},{"op":"remove","path":"/metadata/finalizers/0","value":null},{"op":"remove","path":"/metadata/annotations/attached.finalizer.teardown.dev~1a.io_x","value":null}]`,
+		},
 		"remove from an object being deleted": {
 			reason: "deletionTimestamp cannot be unset, so there is nothing to test",
 			build: func() ([]byte, error) {
