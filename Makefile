@@ -20,6 +20,16 @@ IMG ?= teardown-controller:latest
 # digest make image writes to IMAGE_DIGEST_FILE.
 IMG_REPO ?= teardown-controller
 IMAGE_DIGEST_FILE ?= bin/image/teardown-controller.digest
+# make image: the OCI image layout it writes (and IMAGE_TARBALL, a tar of it,
+# if set), the platforms, and the version, commit and date stamped into the
+# binary and the labels. DATE is the commit's time, not the clock's, so two
+# builds of a commit are the same image (docs/install-image.md).
+IMAGE_DIR ?= bin/image/teardown-controller
+IMAGE_TARBALL ?=
+IMAGE_PLATFORMS ?= linux/amd64,linux/arm64
+VERSION ?= $(or $(shell git describe --tags --always --dirty 2>/dev/null),v0.0.0-dev)
+COMMIT ?= $(or $(shell git rev-parse HEAD 2>/dev/null),unknown)
+DATE ?= $(or $(shell TZ=UTC0 git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null),1970-01-01T00:00:00Z)
 # Where make release-manifests writes install.yaml and the chart package.
 RELEASE_DIR ?= bin/release
 # How long make undeploy waits for the policies to release what they guard.
@@ -46,12 +56,24 @@ demo: control-plane ## Start a local control plane; watch a guarded Service dele
 .PHONY: test
 test: control-plane $(HELM) ## Run every test against a real local control plane.
 	$(GO) test $(TEST_FLAGS) ./...
+	$(GO) -C hack/tools/image test $(TEST_FLAGS) ./...
 
 ##@ Controller
 
 .PHONY: controller
 controller: ## Build the teardown-controller into bin/teardown-controller.
 	CGO_ENABLED=0 $(GO) build -o bin/teardown-controller ./cmd/teardown-controller
+
+# hack/tools/image: go-containerregistry, no container engine, no base image
+# pulled; the base (CA certificates, nonroot user, /tmp) is made from scratch.
+.PHONY: image
+image: ## Build the teardown-controller OCI image (IMAGE_PLATFORMS, static, nonroot, SPDX SBOM) into IMAGE_DIR without a container engine; its digest goes to IMAGE_DIGEST_FILE.
+	$(GO) -C hack/tools/image run . -repo $(CURDIR) -out $(abspath $(IMAGE_DIR)) -digest-file $(abspath $(IMAGE_DIGEST_FILE)) \
+		-platforms $(IMAGE_PLATFORMS) -version $(VERSION) -commit $(COMMIT) -date $(DATE) $(if $(IMAGE_TARBALL),-tarball $(abspath $(IMAGE_TARBALL)))
+
+.PHONY: image-test
+image-test: ## Test make image: two builds give one digest; each platform's config, files, static binary and SBOM (make test runs it).
+	$(GO) -C hack/tools/image test $(TEST_FLAGS) ./...
 
 .PHONY: deploy
 deploy: ## Install the CRDs, RBAC and teardown-controller (config/default, image IMG) into the current kubeconfig's cluster.
