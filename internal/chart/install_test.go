@@ -54,7 +54,9 @@ func newCluster(t *testing.T) *cluster {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	bin, err := procctl.Build(dir)
+	// Built once per test binary (procctl.Build), so into the control
+	// plane's folder, which outlives every test's.
+	bin, err := procctl.Build(env.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,6 +275,31 @@ func (c *cluster) installUninstallWithHook() {
 		out, err := helmErr("uninstall", releaseName, "-n", releaseNS, "--timeout", "2m", "--kubeconfig", env.Kubeconfig)
 		done <- result{out, err}
 	}()
+	job := c.playUninstallHook(ctl)
+	select {
+	case r := <-done:
+		if r.err != nil {
+			t.Fatalf("helm uninstall: %v", r.err)
+		}
+	case <-time.After(90 * time.Second):
+		t.Fatal("helm uninstall did not return after the hook Job completed")
+	}
+	if err := c.admin.Get(t.Context(), client.ObjectKeyFromObject(kept), kept); err != nil {
+		t.Fatalf("the guarded ConfigMap that was not deleted: %v", err)
+	}
+	c.noTeardownLeft(ns, key)
+	eventually(t, 30*time.Second, "the hook Job to be removed (hook-succeeded)", testenv.Gone(c.admin, job))
+	if err := ctl.Stop(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// playUninstallHook plays the kubelet for the pre-delete hook's Job while
+// helm uninstall waits for it: it waits for the Job, runs its command as the
+// Job's ServiceAccount and then marks the Job complete, as the Job
+// controller would.
+func (c *cluster) playUninstallHook(ctl *procctl.Controller) *batchv1.Job {
+	t := c.t
 	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "teardown-uninstall", Namespace: releaseNS}}
 	eventually(t, 60*time.Second, "the hook Job", func(ctx context.Context) (bool, error) {
 		err := c.admin.Get(ctx, client.ObjectKeyFromObject(job), job)
@@ -307,22 +334,7 @@ func (c *cluster) installUninstallWithHook() {
 	if err := c.admin.Status().Update(t.Context(), job); err != nil {
 		t.Fatalf("marking the hook Job complete: %v", err)
 	}
-	select {
-	case r := <-done:
-		if r.err != nil {
-			t.Fatalf("helm uninstall: %v", r.err)
-		}
-	case <-time.After(90 * time.Second):
-		t.Fatal("helm uninstall did not return after the hook Job completed")
-	}
-	if err := c.admin.Get(t.Context(), client.ObjectKeyFromObject(kept), kept); err != nil {
-		t.Fatalf("the guarded ConfigMap that was not deleted: %v", err)
-	}
-	c.noTeardownLeft(ns, key)
-	eventually(t, 30*time.Second, "the hook Job to be removed (hook-succeeded)", testenv.Gone(c.admin, job))
-	if err := ctl.Stop(10 * time.Second); err != nil {
-		t.Fatal(err)
-	}
+	return job
 }
 
 // installUninstallWithoutHook: installed again with non-default values (the
