@@ -52,6 +52,11 @@ type access struct {
 // admission rules change rarely, and each check is a few API calls.
 const clusterCheckTTL = 5 * time.Minute
 
+// failedCheckTTL is how long a failed check is trusted: the missing right
+// is often granted moments later (a GitOps sync applies RBAC and policies
+// in no set order), and the policy should be served as soon as it is.
+const failedCheckTTL = 5 * time.Second
+
 type clusterCheck struct {
 	generation int64
 	at         time.Time
@@ -67,12 +72,16 @@ type clusterCheck struct {
 // the policy needs (SelfSubjectAccessReviews) and whether it accepts each
 // job step's Job (a server-side dry run), so that neither is found out only
 // when an object is deleted. The answer is cached per policy version for
-// clusterCheckTTL.
+// clusterCheckTTL when they passed, failedCheckTTL when they did not.
 func (r *Reconciler) checkCluster(ctx context.Context, pol *policy.Policy, needs []access) (cond metav1.Condition, ok, identityDenied bool) {
 	r.mu.Lock()
 	cached, found := r.checks[pol.UID]
 	r.mu.Unlock()
-	if !found || cached.generation != pol.Generation || time.Since(cached.at) >= clusterCheckTTL {
+	ttl := clusterCheckTTL
+	if cached.failed != nil {
+		ttl = failedCheckTTL
+	}
+	if !found || cached.generation != pol.Generation || time.Since(cached.at) >= ttl {
 		failed, denied, err := r.firstFailedCheck(ctx, pol, needs)
 		if err != nil {
 			// Not cached: the next reconcile asks again.
