@@ -28,7 +28,7 @@ import (
 // memory and CPU are its own.
 type child struct {
 	name  string
-	queue string // its target workqueue's name
+	queue string // its target workqueues' names, comma-separated
 	cmd   *exec.Cmd
 	debug string // host:port of /debug/pprof and /metrics
 	done  chan error
@@ -170,23 +170,30 @@ func (c *child) get(ctx context.Context, path string) ([]byte, error) {
 	return data, err
 }
 
-// queueState reads the target workqueue's adds so far, its depth, and the
-// busy workers.
+// queueState reads the target workqueues' adds so far, their depth, and
+// their busy workers, summed over the child's queues (comma-separated: the
+// teardown-controller has one queue for attaching, one for cleanups).
 func (c *child) queueState(ctx context.Context) (adds, busy float64, err error) {
 	data, err := c.get(ctx, "/metrics")
 	if err != nil {
 		return 0, 0, err
 	}
-	adds, _, err = apimetrics.Sum(data, "workqueue_adds_total", map[string]string{"name": c.queue})
-	if err != nil {
-		return 0, 0, err
+	for _, q := range strings.Split(c.queue, ",") {
+		a, _, err := apimetrics.Sum(data, "workqueue_adds_total", map[string]string{"name": q})
+		if err != nil {
+			return 0, 0, err
+		}
+		depth, _, err := apimetrics.Sum(data, "workqueue_depth", map[string]string{"name": q})
+		if err != nil {
+			return 0, 0, err
+		}
+		active, _, err := apimetrics.Sum(data, "controller_runtime_active_workers", map[string]string{"controller": q})
+		if err != nil {
+			return 0, 0, err
+		}
+		adds, busy = adds+a, busy+depth+active
 	}
-	depth, _, err := apimetrics.Sum(data, "workqueue_depth", map[string]string{"name": c.queue})
-	if err != nil {
-		return 0, 0, err
-	}
-	active, _, err := apimetrics.Sum(data, "controller_runtime_active_workers", map[string]string{"controller": c.queue})
-	return adds, depth + active, err
+	return adds, busy, nil
 }
 
 // waitIdle waits until the controller has taken at least minAdds requests

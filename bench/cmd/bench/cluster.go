@@ -18,6 +18,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -30,15 +31,32 @@ import (
 
 var configMaps = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 
+// teardownQueues are the teardown-controller's target workqueues: attaching
+// and cleanups.
+const teardownQueues = "target-attach,target-finalize"
+
 // benchLabel is on every object the benchmark creates; the policies and the
 // baseline select it.
 const benchLabel, benchValue = "app", "bench"
 
-// createNamespace creates ns.
+// createNamespace creates ns, whose default ServiceAccount may patch its
+// ConfigMaps: the benchmarked TeardownPolicies act as it.
 func (b *bench) createNamespace(ctx context.Context, ns string) error {
 	_, err := b.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 	if err != nil {
 		return fmt.Errorf("creating namespace %s: %w", ns, err)
+	}
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "bench-policy", Namespace: ns}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch", "patch"}},
+	}}
+	if _, err := b.kube.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating the policies' Role in %s: %w", ns, err)
+	}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "bench-policy", Namespace: ns},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "default", Namespace: ns}}}
+	if _, err := b.kube.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("binding the policies' Role in %s: %w", ns, err)
 	}
 	return nil
 }

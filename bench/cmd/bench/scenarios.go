@@ -124,7 +124,7 @@ func (b *bench) teardownRun(ctx context.Context, scenario string, n int) (report
 	if err := b.createPolicy(ctx, ns, declared, scenario == report.TeardownWebhook); err != nil {
 		return run, err
 	}
-	c, err := b.startChild(ns, "target", filepath.Join(b.bin, "teardown"), b.teardownFlags()...)
+	c, err := b.startChild(ns, teardownQueues, filepath.Join(b.bin, "teardown"), b.teardownFlags()...)
 	if err != nil {
 		return run, err
 	}
@@ -462,7 +462,7 @@ func (b *bench) rss(ctx context.Context, controller string) (report.RSS, error) 
 		if err := b.createPolicy(ctx, ns, false, false); err != nil {
 			return m, err
 		}
-		c, err = b.startChild("rss-"+controller, "target", filepath.Join(b.bin, "teardown"), b.teardownFlags()...)
+		c, err = b.startChild("rss-"+controller, teardownQueues, filepath.Join(b.bin, "teardown"), b.teardownFlags()...)
 	default:
 		key = baselineKey
 		c, err = b.startChild("rss-"+controller, "configmap", filepath.Join(b.bin, "baseline"),
