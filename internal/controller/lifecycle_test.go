@@ -45,6 +45,20 @@ func labelled(ns, name string, labels ...string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: l}}
 }
 
+// editPolicy changes a TeardownPolicy's spec as it is now and waits until
+// the new version is Ready.
+func editPolicy(t *testing.T, pol *teardownv1alpha1.TeardownPolicy, change func(*teardownv1alpha1.TeardownPolicySpec)) {
+	t.Helper()
+	if err := k8s.Get(t.Context(), client.ObjectKeyFromObject(pol), pol); err != nil {
+		t.Fatal(err)
+	}
+	change(&pol.Spec)
+	if err := k8s.Update(t.Context(), pol); err != nil {
+		t.Fatal(err)
+	}
+	mustBeReady(t, pol)
+}
+
 // satisfyNeverTrue makes neverTrue's condition hold in ns, so the
 // teardowns waiting on it finish.
 func satisfyNeverTrue(t *testing.T, ns string) {
@@ -165,23 +179,12 @@ func TestStartedTeardownOutlivesEdits(t *testing.T) {
 	}
 	stillGuarded(t, relabelled, "old.example.com/steady", "when its labels stopped matching mid-teardown")
 
-	edit := func(change func(*teardownv1alpha1.TeardownPolicySpec)) {
-		t.Helper()
-		if err := k8s.Get(t.Context(), client.ObjectKeyFromObject(pol), pol); err != nil {
-			t.Fatal(err)
-		}
-		change(&pol.Spec)
-		if err := k8s.Update(t.Context(), pol); err != nil {
-			t.Fatal(err)
-		}
-		mustBeReady(t, pol)
-	}
-	edit(func(s *teardownv1alpha1.TeardownPolicySpec) {
+	editPolicy(t, pol, func(s *teardownv1alpha1.TeardownPolicySpec) {
 		s.Targets[0].Selector = selector("app", "steady", "tier", "b")
 	})
 	stillGuarded(t, narrowed, "old.example.com/steady", "when the selector was narrowed mid-teardown")
 
-	edit(func(s *teardownv1alpha1.TeardownPolicySpec) { s.Finalizer = "new.example.com/steady" })
+	editPolicy(t, pol, func(s *teardownv1alpha1.TeardownPolicySpec) { s.Finalizer = "new.example.com/steady" })
 	stillGuarded(t, rekeyed, "old.example.com/steady", "when the policy's key changed mid-teardown")
 	testenv.Eventually(t, 20*time.Second, "status.retired to list the old key", func(ctx context.Context) (bool, error) {
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(pol), pol); err != nil {
@@ -490,24 +493,13 @@ func TestPolicyEditReleasesWhatItNoLongerGuards(t *testing.T) {
 	testenv.Eventually(t, 20*time.Second, "the ConfigMap guarded", hasFinalizer(cm, "old.example.com/cleanup"))
 	testenv.Eventually(t, 20*time.Second, "the Secret guarded", hasFinalizer(secret, "old.example.com/cleanup"))
 
-	edit := func(change func(*teardownv1alpha1.TeardownPolicySpec)) {
-		t.Helper()
-		if err := k8s.Get(t.Context(), client.ObjectKeyFromObject(pol), pol); err != nil {
-			t.Fatal(err)
-		}
-		change(&pol.Spec)
-		if err := k8s.Update(t.Context(), pol); err != nil {
-			t.Fatal(err)
-		}
-		mustBeReady(t, pol)
-	}
-	edit(func(s *teardownv1alpha1.TeardownPolicySpec) { s.Targets = s.Targets[:1] })
+	editPolicy(t, pol, func(s *teardownv1alpha1.TeardownPolicySpec) { s.Targets = s.Targets[:1] })
 	testenv.Eventually(t, 20*time.Second, "the Secret released", lacksFinalizer(secret, "old.example.com/cleanup"))
 	if ok, _ := hasFinalizer(cm, "old.example.com/cleanup")(t.Context()); !ok {
 		t.Error("the ConfigMap lost its finalizer though its kind is still targeted")
 	}
 
-	edit(func(s *teardownv1alpha1.TeardownPolicySpec) { s.Finalizer = "new.example.com/cleanup" })
+	editPolicy(t, pol, func(s *teardownv1alpha1.TeardownPolicySpec) { s.Finalizer = "new.example.com/cleanup" })
 	testenv.Eventually(t, 20*time.Second, "the old key released", lacksFinalizer(cm, "old.example.com/cleanup"))
 	testenv.Eventually(t, 20*time.Second, "the new key attached", hasFinalizer(cm, "new.example.com/cleanup"))
 }

@@ -150,14 +150,9 @@ func TestStepEditsNeverSkipAStep(t *testing.T) {
 
 	// Edit [a, b, c] to [a, c]: the recorded position no longer belongs to
 	// these steps; it restarts at a, and waits at c again.
-	if err := k8s.Get(t.Context(), client.ObjectKeyFromObject(pol), pol); err != nil {
-		t.Fatal(err)
-	}
-	pol.Spec.Steps = []teardownv1alpha1.Step{pol.Spec.Steps[0], pol.Spec.Steps[2]}
-	if err := k8s.Update(t.Context(), pol); err != nil {
-		t.Fatal(err)
-	}
-	mustBeReady(t, pol)
+	editPolicy(t, pol, func(s *teardownv1alpha1.TeardownPolicySpec) {
+		s.Steps = []teardownv1alpha1.Step{s.Steps[0], s.Steps[2]}
+	})
 	mu.Lock()
 	aBefore := calls["a"]
 	mu.Unlock()
