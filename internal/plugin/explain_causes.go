@@ -230,36 +230,26 @@ func lastEvidence(o *Owner) string {
 
 // controllerManager judges kube-controller-manager from its leader-election
 // Lease (kube-system/kube-controller-manager), the only liveness signal the
-// API gives for built-in controllers. Unknown when the Lease is absent
-// (leader election off, managed control planes that hide it) or unreadable.
+// API gives for built-in controllers, read once per run: alive while it
+// renews, down once it is older than its lease duration, missing when it is
+// gone where the control plane elects leaders, unknown otherwise (leader
+// election off, a managed control plane that hides it, unreadable).
 func (e *explainer) controllerManager(ctx context.Context) (state, evidence string) {
+	l := e.kcmLiveness(ctx)
+	return l.ownerState(), l.Evidence
+}
+
+// kcmLiveness is kube-controller-manager's liveness, read once per run.
+func (e *explainer) kcmLiveness(ctx context.Context) ControllerLiveness {
 	e.doOnce("kcm", func() {
-		e.kcmState, e.kcmEvidence = OwnerUnknown, "no readable Lease kube-system/kube-controller-manager"
-		l, err := e.c.kube.CoordinationV1().Leases("kube-system").Get(ctx, "kube-controller-manager", metav1.GetOptions{})
-		if err != nil {
-			return
-		}
-		holder, dur := "", 15*time.Second
-		if l.Spec.HolderIdentity != nil {
-			holder = *l.Spec.HolderIdentity
-		}
-		if l.Spec.LeaseDurationSeconds != nil {
-			dur = time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second
-		}
-		if l.Spec.RenewTime == nil {
-			e.kcmState, e.kcmEvidence = OwnerDown, "Lease kube-system/kube-controller-manager was never renewed"
-			return
-		}
-		since := e.now.Sub(l.Spec.RenewTime.Time)
-		if since > 2*dur+30*time.Second {
-			e.kcmState = OwnerDown
-			e.kcmEvidence = fmt.Sprintf("Lease kube-system/kube-controller-manager (holder %q) was last renewed %s ago", holder, since.Round(time.Second))
-			return
-		}
-		e.kcmState = OwnerAlive
-		e.kcmEvidence = fmt.Sprintf("Lease kube-system/kube-controller-manager is held by %q, renewed %s ago", holder, since.Round(time.Second))
+		l := e.c.controllerLiveness(ctx, e.now)
+		e.mu.Lock()
+		e.kcm = l
+		e.mu.Unlock()
 	})
-	return e.kcmState, e.kcmEvidence
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.kcm
 }
 
 // builtInOwner is the Owner of a finalizer removed by a controller of

@@ -93,18 +93,21 @@ func (e *explainer) kubernetesFinalizer(ctx context.Context, ns *corev1.Namespac
 		conds[c.Type] = c
 	}
 	// A11: the namespace controller writes its conditions on its first pass,
-	// seconds after the deletion. None after a minute, or a stale
-	// kube-controller-manager Lease, means it is not running.
-	kcm, kcmEvidence := e.controllerManager(ctx)
-	fd.Owner.State = kcm
-	fd.Owner.Evidence = []string{kcmEvidence}
-	if since := e.now.Sub(ns.DeletionTimestamp.Time); (len(conds) == 0 && since > namespaceControllerGrace) || kcm == OwnerDown {
+	// seconds after the deletion. None after a minute means it is not
+	// running; a kube-controller-manager Lease not renewed past its
+	// duration (or gone where leaders are elected) says so at once.
+	kcm := e.kcmLiveness(ctx)
+	fd.Owner.State = kcm.ownerState()
+	fd.Owner.Evidence = []string{kcm.Evidence}
+	if since := e.now.Sub(ns.DeletionTimestamp.Time); (len(conds) == 0 && since > namespaceControllerGrace) || kcm.stopped() {
 		why := "kube-controller-manager's namespace controller is not running: check that kube-controller-manager runs, and that its --controllers flag does not leave out the namespace controller (custom controller sets, managed control planes)"
-		switch kcm {
-		case OwnerDown:
-			why = "kube-controller-manager is down: " + kcmEvidence
-		case OwnerAlive:
-			why = fmt.Sprintf("kube-controller-manager runs (%s), so its namespace controller is disabled (--controllers) or far behind", kcmEvidence)
+		remedy := "fix kube-controller-manager so the namespace controller runs (it then deletes the content and removes the kubernetes token); do not strip finalizers"
+		switch {
+		case kcm.stopped():
+			why = kcm.why() + "; until it is back the namespace controller deletes nothing here and never removes the kubernetes token"
+			remedy = "bring kube-controller-manager back: " + kcmCheck + "; once it renews its Lease, the namespace controller deletes the content and removes the kubernetes token; do not strip finalizers"
+		case kcm.ownerState() == OwnerAlive:
+			why = fmt.Sprintf("kube-controller-manager runs (%s), so its namespace controller is disabled (--controllers) or far behind", kcm.Evidence)
 		}
 		what := "the namespace controller has written no condition"
 		if len(conds) > 0 {
@@ -113,7 +116,7 @@ func (e *explainer) kubernetesFinalizer(ctx context.Context, ns *corev1.Namespac
 		fd.Children = append(fd.Children, Finding{Cause: CauseNamespaceControllerIdle, Catalog: "A11", Severity: SeverityBlocker, Object: &ref,
 			Message:  fmt.Sprintf("terminating for %s and %s: %s", age(since), what, why),
 			FixOwner: "cluster operator",
-			Remedy:   "fix kube-controller-manager so the namespace controller runs (it then deletes the content and removes the kubernetes token); do not strip finalizers",
+			Remedy:   remedy,
 			Leaks:    "nothing yet; stripping the kubernetes token instead would leave every object of the namespace in etcd, to reappear if the namespace is recreated"})
 	}
 	// A1/A2: every unavailable APIService blocks every terminating namespace.

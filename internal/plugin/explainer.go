@@ -61,7 +61,7 @@ type explainer struct {
 	visited   map[types.UID]bool
 	scopes    map[string][]metaItem
 	// kube-controller-manager's liveness from its Lease, read once.
-	kcmState, kcmEvidence string
+	kcm ControllerLiveness
 	// gcStallAfter is how long the garbage collector may leave a
 	// foregroundDeletion or orphan finalizer with nothing left to do, or a
 	// foreground owner's blocking dependents undeleted, before E2.
@@ -147,9 +147,49 @@ func (e *explainer) explain(ctx context.Context, t target) (*Report, error) {
 		rep.Findings = e.objectFindings(ctx, t.GVR, t.GVK, obj, 0)
 		rep.Findings = append(rep.Findings, e.ownerRefFindings(ctx, t, obj)...)
 	}
+	if rep.Terminating && e.usesControllerManager(rep.Findings) {
+		kcm := e.kcmLiveness(ctx)
+		e.controllerManagerStopped(rep.Findings, kcm)
+		rep.Controllers = append(rep.Controllers, kcm)
+	}
 	rep.RootBlockers = markRoots(rep.Findings)
 	rep.Blocked = len(rep.RootBlockers) > 0
 	return rep, nil
+}
+
+// usesControllerManager is true when a finding waits on a controller of
+// kube-controller-manager.
+func (e *explainer) usesControllerManager(fs []Finding) bool {
+	found := false
+	walkFindings(fs, func(f *Finding) {
+		if f.Owner != nil && strings.Contains(f.Owner.Component, "(kube-controller-manager)") {
+			found = true
+		}
+	})
+	return found
+}
+
+// controllerManagerStopped makes sure no finding waits, as if in progress,
+// on a controller of a kube-controller-manager whose Lease shows it
+// stopped: nothing it runs makes progress, so such a wait is a blocker with
+// kube-controller-manager as its cause.
+func (e *explainer) controllerManagerStopped(fs []Finding, kcm ControllerLiveness) {
+	if !kcm.stopped() {
+		return
+	}
+	walkFindings(fs, func(f *Finding) {
+		if f.Owner == nil || !strings.Contains(f.Owner.Component, "(kube-controller-manager)") {
+			return
+		}
+		f.Owner.State, f.Owner.Evidence = kcm.ownerState(), []string{kcm.Evidence}
+		if f.Severity != SeverityWaiting {
+			return
+		}
+		f.Severity = SeverityBlocker
+		f.Message += "; but " + kcm.why() + "; " + kcmStoppedMeaning
+		f.FixOwner = "cluster operator"
+		f.Remedy = "bring kube-controller-manager back: " + kcmCheck
+	})
 }
 
 // deletedNamespace looks for objects left in a namespace that no longer
@@ -462,10 +502,17 @@ func (e *explainer) findOwner(ctx context.Context, gvk schema.GroupVersionKind, 
 		// even when its workload is named differently.
 		if l, found := e.findLease(ctx, candidates); found {
 			o.Workload = &l.Ref
-			age := e.now.Sub(l.Renewed)
-			if l.Renewed.IsZero() || age > 2*l.Duration+30*time.Second {
+			// A Lease not renewed within its duration has no leader: the
+			// same three states as kube-controller-manager's, by the API
+			// server's clock.
+			serverNow, _ := e.c.clock.now(e.now)
+			age := serverNow.Sub(l.Renewed)
+			if age < 0 {
+				age = 0
+			}
+			if l.Renewed.IsZero() || age > l.Duration {
 				o.State = OwnerDown
-				o.Evidence = append(o.Evidence, fmt.Sprintf("%s (holder %q) was last renewed %s ago", l.Ref, l.Holder, age.Round(time.Second)))
+				o.Evidence = append(o.Evidence, fmt.Sprintf("%s (holder %q) was last renewed %s ago, past its %s lease duration: no instance leads", l.Ref, l.Holder, age.Round(time.Second), shortDuration(l.Duration)))
 			} else {
 				o.State = OwnerAlive
 				o.Evidence = append(o.Evidence, fmt.Sprintf("%s is held by %q, renewed %s ago", l.Ref, l.Holder, age.Round(time.Second)))
@@ -837,6 +884,15 @@ func (e *explainer) foreground(ctx context.Context, fd *Finding, gvr schema.Grou
 			}
 			fd.Children = append(fd.Children, e.dependentNode(ctx, d, depth+1))
 		}
+		if kcm := e.kcmLiveness(ctx); kcm.stopped() {
+			// Even once the dependents go, nothing removes the finalizer.
+			fd.Owner.State, fd.Owner.Evidence = kcm.ownerState(), []string{kcm.Evidence}
+			fd.Children = append(fd.Children, Finding{Cause: CauseGCIdle, Catalog: "E2", Severity: SeverityBlocker, Object: fd.Object, Finalizer: fd.Finalizer,
+				Message:  "the garbage collector deletes the dependents and then removes foregroundDeletion, but " + kcm.why() + "; until it is back the garbage collector removes no foregroundDeletion or orphan finalizer",
+				FixOwner: "cluster operator",
+				Remedy:   "bring kube-controller-manager back: " + kcmCheck,
+				Leaks:    "nothing yet; removing the finalizer now would leave the dependents behind with an ownerReference to a deleted owner"})
+		}
 		return
 	}
 	e.gcIdle(ctx, fd, obj, "no dependent with blockOwnerDeletion=true remains")
@@ -853,6 +909,9 @@ func (e *explainer) gcIdle(ctx context.Context, fd *Finding, obj metav1.Object, 
 	if e.gcStalled(ctx, fd, obj) {
 		fd.Severity = SeverityBlocker
 		fd.Message += ": it is not progressing (" + e.gcStallEvidence(ctx) + ")"
+		if e.kcmLiveness(ctx).stopped() {
+			fd.Remedy = "bring kube-controller-manager back: " + kcmCheck + "; its garbage collector then removes the finalizer. Removing the finalizer yourself is low-risk once nothing depends on it"
+		}
 	}
 }
 
@@ -861,17 +920,17 @@ func (e *explainer) gcIdle(ctx context.Context, fd *Finding, obj metav1.Object, 
 // kube-controller-manager's Lease is stale. A readable Lease becomes the
 // evidence of fd's owner.
 func (e *explainer) gcStalled(ctx context.Context, fd *Finding, obj metav1.Object) bool {
-	state, ev := e.controllerManager(ctx)
-	if state != OwnerUnknown && fd != nil && fd.Owner != nil {
-		fd.Owner.State, fd.Owner.Evidence = state, []string{ev}
+	kcm := e.kcmLiveness(ctx)
+	if state := kcm.ownerState(); state != OwnerUnknown && fd != nil && fd.Owner != nil {
+		fd.Owner.State, fd.Owner.Evidence = state, []string{kcm.Evidence}
 	}
-	return e.now.Sub(obj.GetDeletionTimestamp().Time) > e.gcStallAfter || state == OwnerDown
+	return e.now.Sub(obj.GetDeletionTimestamp().Time) > e.gcStallAfter || kcm.stopped()
 }
 
 // gcStallEvidence says why gcStalled judged the garbage collector stuck.
 func (e *explainer) gcStallEvidence(ctx context.Context) string {
-	if state, ev := e.controllerManager(ctx); state == OwnerDown {
-		return "kube-controller-manager is down: " + ev
+	if kcm := e.kcmLiveness(ctx); kcm.stopped() {
+		return kcm.why() + "; until it is back the garbage collector removes no foregroundDeletion or orphan finalizer"
 	}
 	return fmt.Sprintf("longer than the %s it is given, --gc-stall-after", e.gcStallAfter)
 }
@@ -901,6 +960,9 @@ func (e *explainer) gcNeverDeleted(ctx context.Context, fd *Finding, obj metav1.
 		len(blocking), age(since), e.gcStallEvidence(ctx))
 	fd.FixOwner = "cluster operator"
 	fd.Remedy = "run kube-controller-manager with the garbage collector (check its --controllers flag, and its log for informers that do not sync, such as CRDs with broken conversion webhooks); it then deletes the dependents and removes the finalizer. Without it nothing removes the finalizer: delete the dependents yourself, then remove foregroundDeletion, which is low-risk once nothing depends on the owner"
+	if e.kcmLiveness(ctx).stopped() {
+		fd.Remedy = "bring kube-controller-manager back: " + kcmCheck + "; its garbage collector then deletes the dependents and removes the finalizer. Without it nothing removes the finalizer: delete the dependents yourself, then remove foregroundDeletion, which is low-risk once nothing depends on the owner"
+	}
 	fd.Leaks = "nothing yet; removing the finalizer now would leave the dependents behind with an ownerReference to a deleted owner, for a garbage collector to delete later"
 	for i, d := range blocking {
 		if i == maxChildren {
@@ -978,6 +1040,9 @@ func (e *explainer) orphan(ctx context.Context, fd *Finding, gvr schema.GroupVer
 	if fd.Severity == SeverityWaiting && e.gcStalled(ctx, nil, obj) {
 		e.gcIdle(ctx, fd, obj, fmt.Sprintf("%d dependents still reference it although they can be patched", len(deps)))
 		fd.Remedy = "fix kube-controller-manager's garbage collector (its --controllers flag; CRDs with broken conversion webhooks); without it, remove the ownerReference from the dependents yourself (that is what orphaning does), then remove orphan"
+		if e.kcmLiveness(ctx).stopped() {
+			fd.Remedy = "bring kube-controller-manager back: " + kcmCheck + "; its garbage collector then orphans the dependents and removes the finalizer. Without it, remove the ownerReference from the dependents yourself (that is what orphaning does), then remove orphan"
+		}
 		fd.Leaks = "nothing once the dependents no longer reference it; removing orphan first lets a garbage collector delete the dependents later, which orphaning was meant to prevent"
 	}
 }

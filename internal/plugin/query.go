@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sort"
 	"strings"
 	"sync"
@@ -42,6 +43,9 @@ type cluster struct {
 	namespace string
 	// explicitNamespace is true when -n was given.
 	explicitNamespace bool
+	// clock is the API server's clock, from the Date header of its
+	// responses.
+	clock *serverClock
 }
 
 func newCluster(f *genericclioptions.ConfigFlags) (*cluster, error) {
@@ -58,7 +62,9 @@ func newCluster(f *genericclioptions.ConfigFlags) (*cluster, error) {
 	if cfg.QPS == 0 {
 		cfg.QPS, cfg.Burst = 200, 400
 	}
-	c := &cluster{cfg: cfg}
+	c := &cluster{cfg: cfg, clock: &serverClock{}}
+	// Lease times are the API server's: compare them with its clock.
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &dateRecorder{next: rt, clock: c.clock} })
 	if c.kube, err = kubernetes.NewForConfig(cfg); err != nil {
 		return nil, fmt.Errorf("creating a client: %w", err)
 	}

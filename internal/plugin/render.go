@@ -73,6 +73,8 @@ func renderReport(w io.Writer, r *Report, p palette) {
 	switch {
 	case r.Blocked:
 		fmt.Fprintf(&b, "%s: %d root blocker(s)\n", p.red("BLOCKED"), len(r.RootBlockers))
+	case r.Terminating && unverified(r) != nil:
+		fmt.Fprintf(&b, "%s: no blocker found yet, but it waits on %s, whose liveness is not known: %s\n", p.yellow("WAITING"), unverified(r).Component, unverified(r).Evidence)
 	case r.Terminating:
 		fmt.Fprintf(&b, "%s: nothing is blocked; the deletion is progressing\n", p.green("PROGRESSING"))
 	}
@@ -94,6 +96,17 @@ func renderReport(w io.Writer, r *Report, p palette) {
 		}
 	}
 	_, _ = io.WriteString(w, b.String())
+}
+
+// unverified is the first control-plane controller the report waits on
+// whose Lease does not show it renewing, if any.
+func unverified(r *Report) *ControllerLiveness {
+	for i := range r.Controllers {
+		if r.Controllers[i].State != LivenessRenewing {
+			return &r.Controllers[i]
+		}
+	}
+	return nil
 }
 
 func renderFinding(b *strings.Builder, f *Finding, first, rest string, p palette) {

@@ -182,6 +182,9 @@ type Report struct {
 	Findings   []Finding `json:"findings,omitempty"`
 	// RootBlockers are the leaves to fix first, copied from Findings.
 	RootBlockers []Finding `json:"rootBlockers,omitempty"`
+	// Controllers are the control-plane controllers findings wait on, with
+	// their liveness from their leader-election Lease.
+	Controllers []ControllerLiveness `json:"controllers,omitempty"`
 }
 
 // walkFindings calls fn on every finding, depth first.

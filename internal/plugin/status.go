@@ -308,13 +308,29 @@ func (o *StatusOptions) collect(ctx context.Context) (*StatusReport, error) {
 	for _, err := range errs {
 		rep.Errors = append(rep.Errors, err.Error())
 	}
+	// kube-controller-manager's Lease, read at most once, and only when
+	// something waits on one of its controllers.
+	var kcm *ControllerLiveness
+	controllerManager := func() ControllerLiveness {
+		if kcm == nil {
+			l := o.cluster.controllerLiveness(ctx, now)
+			kcm = &l
+		}
+		return *kcm
+	}
 	for _, it := range items {
 		if it.Obj.DeletionTimestamp == nil {
 			continue
 		}
+		blocker := objectBlocker(it.Res.Kind, &it.Obj, now)
+		if fin, component := controllerManagerFinalizer(it.Res.Kind, it.Obj.Finalizers); fin != "" {
+			if l := controllerManager(); l.stopped() {
+				blocker = fmt.Sprintf("%s: %s stopped: %s (run explain)", fin, component, l.short())
+			}
+		}
 		rep.Items = append(rep.Items, StatusRow{Object: it.ref(), DeletionTimestamp: *it.Obj.DeletionTimestamp,
 			TerminatingFor: age(now.Sub(it.Obj.DeletionTimestamp.Time)), Finalizers: it.Obj.Finalizers,
-			Blocker: objectBlocker(it.Res.Kind, &it.Obj, now), Progress: record.ReadProgress(&it.Obj)})
+			Blocker: blocker, Progress: record.ReadProgress(&it.Obj)})
 	}
 	for i := range namespaces {
 		ns := &namespaces[i]
@@ -325,9 +341,18 @@ func (o *StatusOptions) collect(ctx context.Context) (*StatusReport, error) {
 		for _, f := range ns.Spec.Finalizers {
 			fins = append(fins, "spec:"+string(f))
 		}
+		blocker := namespaceBlocker(ns, now)
+		for _, f := range ns.Spec.Finalizers {
+			if f != corev1.FinalizerKubernetes {
+				continue
+			}
+			if l := controllerManager(); l.stopped() {
+				blocker = "kubernetes: namespace controller stopped: " + l.short() + " (run explain)"
+			}
+		}
 		rep.Items = append(rep.Items, StatusRow{Object: ObjectRef{APIVersion: "v1", Kind: "Namespace", Resource: "namespaces", Name: ns.Name, UID: string(ns.UID)},
 			DeletionTimestamp: *ns.DeletionTimestamp, TerminatingFor: age(now.Sub(ns.DeletionTimestamp.Time)), Finalizers: fins,
-			Blocker: namespaceBlocker(ns, now)})
+			Blocker: blocker})
 	}
 	sort.Slice(rep.Items, func(i, j int) bool {
 		a, b := rep.Items[i], rep.Items[j]
@@ -385,6 +410,17 @@ func namespaceBlocker(ns *corev1.Namespace, now time.Time) string {
 		return "no condition yet: namespace controller has not run"
 	}
 	return "namespace controller finishing"
+}
+
+// controllerManagerFinalizer returns the first of fins that a controller of
+// kube-controller-manager removes, and that controller.
+func controllerManagerFinalizer(kind string, fins []string) (fin, component string) {
+	for _, f := range fins {
+		if e, ok := lookupCatalog(f, kind); ok && e.BuiltIn && strings.HasSuffix(e.Component, "(kube-controller-manager)") {
+			return f, strings.TrimSuffix(e.Component, " (kube-controller-manager)")
+		}
+	}
+	return "", ""
 }
 
 // objectBlocker is status's one-line guess for an object, from metadata

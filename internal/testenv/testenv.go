@@ -49,6 +49,25 @@ type Options struct {
 	Dir string
 	// Log receives progress lines; nothing if nil.
 	Log io.Writer
+	// ControllerManagerArgs are appended to kube-controller-manager's
+	// arguments and override the defaults (the last of a flag wins), e.g.
+	// LeaderElection(4*time.Second) to run it with a Lease.
+	ControllerManagerArgs []string
+}
+
+// LeaderElection returns kube-controller-manager arguments that turn leader
+// election on (it is off by default here, so there is no Lease) with a
+// lease of d: it then holds and renews Lease
+// kube-system/kube-controller-manager, and a stopped one leaves it behind,
+// not renewed, as in a cluster. The renew deadline is 3/4 of d and the
+// retry period 1/4.
+func LeaderElection(d time.Duration) []string {
+	return []string{
+		"--leader-elect=true",
+		"--leader-elect-lease-duration=" + d.String(),
+		"--leader-elect-renew-deadline=" + (d * 3 / 4).String(),
+		"--leader-elect-retry-period=" + (d / 4).String(),
+	}
 }
 
 // Env is a running control plane.
@@ -119,7 +138,7 @@ func Start(opts Options) (_ *Env, retErr error) {
 		controllers = DefaultControllers
 	}
 	logf(opts.Log, "starting kube-controller-manager (%s)", strings.Join(controllers, ","))
-	if err := e.startControllerManager(assets, controllers); err != nil {
+	if err := e.startControllerManager(assets, controllers, opts.ControllerManagerArgs); err != nil {
 		return nil, err
 	}
 	if slices.Contains(controllers, "garbagecollector") {
@@ -131,19 +150,20 @@ func Start(opts Options) (_ *Env, retErr error) {
 	return e, nil
 }
 
-func (e *Env) startControllerManager(assets string, controllers []string) error {
+func (e *Env) startControllerManager(assets string, controllers, extra []string) error {
 	logFile, err := os.Create(filepath.Join(e.Dir, "kube-controller-manager.log"))
 	if err != nil {
 		return fmt.Errorf("creating the kube-controller-manager log: %w", err)
 	}
-	e.kcm = exec.Command(filepath.Join(assets, "kube-controller-manager"),
-		"--kubeconfig="+e.Kubeconfig,
-		"--controllers="+strings.Join(controllers, ","),
+	args := []string{
+		"--kubeconfig=" + e.Kubeconfig,
+		"--controllers=" + strings.Join(controllers, ","),
 		"--leader-elect=false",
 		"--secure-port=0",
 		"--concurrent-gc-syncs=20",
 		"--v=1",
-	)
+	}
+	e.kcm = exec.Command(filepath.Join(assets, "kube-controller-manager"), append(args, extra...)...)
 	e.kcm.Stdout, e.kcm.Stderr = logFile, logFile
 	// Die with the test binary even if it is killed before Stop runs.
 	e.kcm.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -204,6 +224,26 @@ func (e *Env) controllerManagerLogTail() string {
 		lines = lines[len(lines)-20:]
 	}
 	return string(bytes.Join(lines, []byte("\n")))
+}
+
+// StopControllerManager stops kube-controller-manager (SIGTERM, SIGKILL
+// after ten seconds) and waits for it to exit, as when its pod goes away:
+// etcd and kube-apiserver keep running, and nothing of kube-controller-
+// manager acts any more. A Lease it held stays behind, no longer renewed.
+// Stop copes with it being stopped already.
+func (e *Env) StopControllerManager() error {
+	if e.kcm == nil || e.kcm.Process == nil {
+		return errors.New("kube-controller-manager is not running")
+	}
+	_ = e.kcm.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-e.kcmDone:
+	case <-time.After(10 * time.Second):
+		_ = e.kcm.Process.Kill()
+		<-e.kcmDone
+	}
+	e.kcm = nil
+	return nil
 }
 
 // AddUser provisions a user (a client certificate) with the given groups and

@@ -273,17 +273,18 @@ func TestExplainGarbageCollectorNotRunning(t *testing.T) {
 	owner(t, ns, "checkout", metav1.DeletePropagationForeground, true, "checkout-config")
 	rep, code = explain(t, ns, "checkout")
 	f := gcFinding(t, rep, "foregroundDeletion")
-	want := summary{Cause: plugin.CauseGCIdle, Catalog: "E2", Severity: plugin.SeverityBlocker, FixOwner: "cluster operator", Remedy: fixRemedy,
+	stoppedRemedy := "bring kube-controller-manager back: check kube-controller-manager's pod and logs (kubectl -n kube-system get pods -l component=kube-controller-manager; kubectl -n kube-system logs -l component=kube-controller-manager --previous), or its static pod manifest or systemd unit on the control-plane nodes; its garbage collector then deletes the dependents and removes the finalizer. Without it nothing removes the finalizer: delete the dependents yourself, then remove foregroundDeletion, which is low-risk once nothing depends on the owner"
+	want := summary{Cause: plugin.CauseGCIdle, Catalog: "E2", Severity: plugin.SeverityBlocker, FixOwner: "cluster operator", Remedy: stoppedRemedy,
 		Leaks:          "nothing yet; removing the finalizer now would leave the dependents behind with an ownerReference to a deleted owner, for a garbage collector to delete later",
 		OwnerComponent: gcOwner, OwnerState: plugin.OwnerDown, Root: true,
 		Children: []string{"BlockingDependent waiting checkout-config"}}
 	if diff := cmp.Diff(want, summarize(f)); diff != "" || code != plugin.ExitBlocked {
 		t.Errorf("E2 from a stale Lease (exit %d; -want +got):\n%s\n%s", code, diff, dump(rep))
 	}
-	if m := `kube-controller-manager is down: Lease kube-system/kube-controller-manager (holder "master-0_0b7c") was last renewed 10m`; !strings.Contains(f.Message, m) {
+	if m := `kube-controller-manager is not renewing its Lease: Lease kube-system/kube-controller-manager (holder "master-0_0b7c") was last renewed 10m ago, 9m45s past its 15s lease duration`; !strings.Contains(f.Message, m) {
 		t.Errorf("message %q lacks %q", f.Message, m)
 	}
-	if len(f.Owner.Evidence) != 1 || !strings.HasPrefix(f.Owner.Evidence[0], `Lease kube-system/kube-controller-manager (holder "master-0_0b7c") was last renewed 10m`) {
+	if len(f.Owner.Evidence) != 1 || !strings.HasPrefix(f.Owner.Evidence[0], `Lease kube-system/kube-controller-manager (holder "master-0_0b7c") was last renewed 10m ago, 9m45s past its 15s lease duration`) {
 		t.Errorf("owner evidence = %q", f.Owner.Evidence)
 	}
 

@@ -169,7 +169,7 @@ func TestExplainNamespaceControllerNotRunning(t *testing.T) {
 	}
 	rep, code = explain(t, fresh)
 	f = find(rep.Findings, plugin.CauseNamespaceControllerIdle)
-	if f == nil || code != plugin.ExitBlocked || !strings.Contains(f.Message, "kube-controller-manager is down: Lease kube-system/kube-controller-manager (holder \"master-0_0b7c\") was last renewed 10m") {
+	if f == nil || code != plugin.ExitBlocked || !strings.Contains(f.Message, "kube-controller-manager is not renewing its Lease: Lease kube-system/kube-controller-manager (holder \"master-0_0b7c\") was last renewed 10m ago, 9m45s past its 15s lease duration") {
 		data, _ := json.MarshalIndent(rep, "", "  ")
 		t.Errorf("a stale kube-controller-manager Lease is not reported at once (exit %d):\n%s", code, data)
 	}
