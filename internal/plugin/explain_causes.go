@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -124,9 +125,12 @@ func rbacGrant(saNS, saName string, gvr schema.GroupVersionResource, ns string) 
 		name, ns, resourceName(gvr), name, ns, name, saNS, saName)
 }
 
-// warningEvents returns the newest Warning events about obj, newest first,
-// as "reason: message (component, ×count)".
-func (e *explainer) warningEvents(ctx context.Context, obj metav1.Object, max int) []string {
+// warningEvents returns the newest Warning events about obj from one of
+// the components named (all when none is), newest first, as "reason:
+// message (component, ×count)". Naming the owner's components keeps other
+// controllers' warnings about the object (the API server's own repair loops,
+// say) from being read as the owner's complaint.
+func (e *explainer) warningEvents(ctx context.Context, obj metav1.Object, max int, components ...string) []string {
 	l, err := e.c.kube.CoreV1().Events(obj.GetNamespace()).List(ctx, metav1.ListOptions{
 		FieldSelector: "involvedObject.uid=" + string(obj.GetUID()) + ",type=" + corev1.EventTypeWarning})
 	if err != nil {
@@ -154,6 +158,9 @@ func (e *explainer) warningEvents(ctx context.Context, obj metav1.Object, max in
 		from := ev.Source.Component
 		if from == "" {
 			from = ev.ReportingController
+		}
+		if len(components) > 0 && !slices.Contains(components, from) {
+			continue
 		}
 		s := fmt.Sprintf("%s: %s", ev.Reason, strings.TrimSpace(ev.Message))
 		if from != "" {
@@ -211,7 +218,9 @@ func (e *explainer) loadBalancerCleanup(ctx context.Context, fd *Finding, obj me
 	}
 	fd.Message = fmt.Sprintf("the service controller (cloud-controller-manager) removes this finalizer after deleting the Service's cloud load balancer (type %s; %s); %s", svc.Spec.Type, lb, owner)
 	fd.Severity = SeverityBlocker
-	if evs := e.warningEvents(ctx, obj, 3); len(evs) > 0 {
+	// The cloud-controller-manager's service controller reports as
+	// "service-controller".
+	if evs := e.warningEvents(ctx, obj, 3, "service-controller"); len(evs) > 0 {
 		fd.Message += "; warning events: " + strings.Join(evs, "; ")
 	} else if fd.Owner != nil && fd.Owner.State == OwnerAlive {
 		fd.Severity = SeverityWaiting

@@ -180,9 +180,13 @@ func TestExplainLoadBalancerCleanup(t *testing.T) {
 	}
 
 	// A running cloud-controller-manager (its Lease is renewed) with no
-	// complaint: the cleanup is in progress.
+	// complaint: the cleanup is in progress. Another component's warning
+	// about the Service (the API server's IP repair loop) is not its
+	// complaint.
 	ops := newNamespace(t)
 	freshLease(t, ops, "cloud-controller-manager", "cloud-controller-manager-7f9c_0a1b")
+	warningEvent(t, corev1.ObjectReference{APIVersion: "v1", Kind: "Service", Namespace: ns, Name: "shop-lb", UID: got.UID},
+		"ipallocator-repair-controller", "ClusterIPNotAllocated", "Cluster IP [IPv4]: 10.0.0.202 is not allocated; repairing")
 	rep = explainJSON(t, "service/shop-lb", "-n", ns)
 	if f := findFinding(rep, CauseLoadBalancerCleanup, "shop-lb"); f == nil || f.Severity != SeverityWaiting || f.Owner.State != OwnerAlive || rep.Blocked {
 		t.Fatalf("with a live cloud-controller-manager: %+v", rep.Findings)
