@@ -54,12 +54,8 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	root, err := testenv.ModuleRoot()
-	if err != nil {
-		panic(err)
-	}
 	// The CRDs, for the manager TestMetricsNeedAuthorization starts.
-	opts := testenv.Options{CRDDirectoryPaths: []string{filepath.Join(root, "config", "crd", "bases")}}
+	opts := testenv.Options{TeardownCRDs: true}
 	testenv.Main(m, opts, func(e *testenv.Env) {
 		env = e
 		var err error

@@ -48,15 +48,11 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	root, err := testenv.ModuleRoot()
-	if err != nil {
-		panic(err)
-	}
-	opts := testenv.Options{CRDDirectoryPaths: []string{filepath.Join(root, "config", "crd", "bases")}}
+	opts := testenv.Options{TeardownCRDs: true}
 	testenv.Main(m, opts, func(e *testenv.Env) {
 		env = e
-		cfg = rest.CopyConfig(e.Config)
-		cfg.QPS, cfg.Burst = 500, 1000
+		cfg = e.PollingConfig()
+		var err error
 		scheme := runtime.NewScheme()
 		if err := clientgoscheme.AddToScheme(scheme); err != nil {
 			panic(err)

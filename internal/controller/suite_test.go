@@ -49,17 +49,10 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	root, err := testenv.ModuleRoot()
-	if err != nil {
-		panic(err)
-	}
-	opts := testenv.Options{CRDDirectoryPaths: []string{filepath.Join(root, "config", "crd", "bases")}}
+	opts := testenv.Options{TeardownCRDs: true}
 	testenv.Main(m, opts, func(e *testenv.Env) {
 		env = e
-		cfg = rest.CopyConfig(e.Config)
-		// Scenarios poll the API every 50ms; client-go's default 5 QPS would
-		// make every wait a wait on the rate limiter.
-		cfg.QPS, cfg.Burst = 500, 1000
+		cfg = e.PollingConfig()
 		if os.Getenv("TEARDOWN_TEST_LOG") != "" {
 			ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
 		}

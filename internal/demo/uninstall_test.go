@@ -8,7 +8,6 @@ package demo
 import (
 	"bytes"
 	"context"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -25,11 +24,7 @@ import (
 // control plane and the teardown-controller, and checks that the narration
 // shows what a person should see, in order.
 func TestOrderedUninstall(t *testing.T) {
-	root, err := testenv.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	env, err := testenv.Start(testenv.Options{CRDDirectoryPaths: []string{filepath.Join(root, "config", "crd", "bases")}})
+	env, err := testenv.Start(testenv.Options{TeardownCRDs: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,7 +41,10 @@ var DefaultControllers = []string{"garbagecollector", "namespace", "clusterrole-
 
 // Options configure Start.
 type Options struct {
-	// CRDDirectoryPaths are installed once the API server is up.
+	// TeardownCRDs installs Teardown's own CRDs (config/crd/bases of the
+	// module root) once the API server is up.
+	TeardownCRDs bool
+	// CRDDirectoryPaths are installed once the API server is up, too.
 	CRDDirectoryPaths []string
 	// Controllers run in kube-controller-manager; DefaultControllers if empty.
 	Controllers []string
@@ -112,10 +115,18 @@ func Start(opts Options) (_ *Env, retErr error) {
 			_ = e.Stop()
 		}
 	}()
+	crds := slices.Clone(opts.CRDDirectoryPaths)
+	if opts.TeardownCRDs {
+		root, err := ModuleRoot()
+		if err != nil {
+			return nil, err
+		}
+		crds = append(crds, filepath.Join(root, "config", "crd", "bases"))
+	}
 	logf(opts.Log, "starting etcd and kube-apiserver from %s", assets)
 	e.env = &envtest.Environment{
 		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     opts.CRDDirectoryPaths,
+		CRDDirectoryPaths:     crds,
 		ErrorIfCRDPathMissing: true,
 	}
 	if e.Config, err = e.env.Start(); err != nil {
@@ -255,6 +266,15 @@ func (e *Env) AddUser(name string, groups ...string) (*rest.Config, error) {
 		return nil, fmt.Errorf("adding user %s: %w", name, err)
 	}
 	return u.Config(), nil
+}
+
+// PollingConfig is a copy of Config for tests that poll the API every few
+// milliseconds: client-go's default 5 QPS would make every wait a wait on
+// its rate limiter.
+func (e *Env) PollingConfig() *rest.Config {
+	cfg := rest.CopyConfig(e.Config)
+	cfg.QPS, cfg.Burst = 500, 1000
+	return cfg
 }
 
 // StartManager runs mgr in the background until Stop, which stops it first

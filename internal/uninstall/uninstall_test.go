@@ -14,7 +14,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -43,15 +42,10 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	root, err := testenv.ModuleRoot()
-	if err != nil {
-		panic(err)
-	}
-	opts := testenv.Options{CRDDirectoryPaths: []string{filepath.Join(root, "config", "crd", "bases")}}
+	opts := testenv.Options{TeardownCRDs: true}
 	testenv.Main(m, opts, func(e *testenv.Env) {
 		env = e
-		cfg = rest.CopyConfig(e.Config)
-		cfg.QPS, cfg.Burst = 500, 1000
+		cfg = e.PollingConfig()
 		scheme, err := controller.NewScheme()
 		if err != nil {
 			panic(err)
