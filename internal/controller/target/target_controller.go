@@ -182,6 +182,24 @@ func (r *Reconciler) Resync(ctx context.Context, gvk schema.GroupVersionKind, op
 	return nil
 }
 
+// Wake queues the cleanup of the given objects being deleted at once, for
+// the code that knows a step's wait is over (the object it waits on changed
+// or went) before the step's poll would find out. Waking an object that is
+// not being deleted, or is gone, costs one cache read.
+func (r *Reconciler) Wake(ctx context.Context, reqs ...Request) {
+	for _, req := range reqs {
+		obj := &metav1.PartialObjectMetadata{}
+		obj.SetGroupVersionKind(req.GVK)
+		obj.SetNamespace(req.Namespace)
+		obj.SetName(req.Name)
+		select {
+		case r.finalize.resync <- event.TypedGenericEvent[*metav1.PartialObjectMetadata]{Object: obj}:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
 // Reconcile applies every key of every policy serving the object's kind.
 func (r *Reconciler) Reconcile(ctx context.Context, req Request) (reconcile.Result, error) {
 	obj := &metav1.PartialObjectMetadata{}
