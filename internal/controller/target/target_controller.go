@@ -46,6 +46,12 @@ type Request struct {
 	types.NamespacedName
 }
 
+// RequestFor names obj of kind gvk. Code outside this package builds
+// Requests only with it, so the key's layout can change in one place.
+func RequestFor(gvk schema.GroupVersionKind, key types.NamespacedName) Request {
+	return Request{GVK: gvk, NamespacedName: key}
+}
+
 // Release causes, the cause label of teardown_finalizer_releases_total.
 const (
 	CauseUnmatched     = "unmatched"
