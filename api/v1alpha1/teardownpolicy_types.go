@@ -61,6 +61,9 @@ type TeardownPolicyList struct {
 
 // TeardownPolicySpec is the desired behaviour of a TeardownPolicy or a
 // ClusterTeardownPolicy: which objects to guard and how to tear them down.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.steps) || !self.steps.exists(s, has(s.unused)) || self.targets.all(t, t.kind != 'PersistentVolumeClaim')",message="an unused step cannot hold a PersistentVolumeClaim: Kubernetes already holds one while a pod uses it, with its finalizer kubernetes.io/pvc-protection"
+// +kubebuilder:validation:XValidation:rule="!has(self.steps) || !self.steps.exists(s, has(s.unused)) || self.targets.all(t, t.kind == 'PersistentVolumeClaim' || (t.apiVersion == 'v1' && t.kind in ['ServiceAccount', 'Secret', 'ConfigMap']) || (t.apiVersion == 'rbac.authorization.k8s.io/v1' && t.kind in ['Role', 'ClusterRole', 'RoleBinding', 'ClusterRoleBinding']))",message="an unused step holds only what pods use by reference: targets of a policy with an unused step must be v1 ServiceAccount, Secret or ConfigMap, or rbac.authorization.k8s.io/v1 Role, ClusterRole, RoleBinding or ClusterRoleBinding"
 type TeardownPolicySpec struct {
 	// finalizer is the key this policy puts in metadata.finalizers of the
 	// objects it guards. It must be domain-qualified: a DNS subdomain that
@@ -228,10 +231,10 @@ type Target struct {
 }
 
 // Step is one cleanup action of a teardown. Exactly one of webhook, job,
-// delete and wait is set.
+// delete, wait and unused is set.
 //
-// +kubebuilder:validation:XValidation:rule="has(self.webhook) || has(self.job) || has(self.delete) || has(self.wait)",message="a step needs an action: set one of webhook, job, delete or wait"
-// +kubebuilder:validation:XValidation:rule="[has(self.webhook), has(self.job), has(self.delete), has(self.wait)].filter(x, x).size() <= 1",message="a step has exactly one action: split webhook, job, delete and wait into separate steps"
+// +kubebuilder:validation:XValidation:rule="has(self.webhook) || has(self.job) || has(self.delete) || has(self.wait) || has(self.unused)",message="a step needs an action: set one of webhook, job, delete, wait or unused"
+// +kubebuilder:validation:XValidation:rule="[has(self.webhook), has(self.job), has(self.delete), has(self.wait), has(self.unused)].filter(x, x).size() <= 1",message="a step has exactly one action: split webhook, job, delete, wait and unused into separate steps"
 type Step struct {
 	// name identifies the step in status, events and the target's progress
 	// annotation. It is a DNS label: lowercase letters, digits and '-', at
@@ -257,6 +260,13 @@ type Step struct {
 	// wait waits until a CEL condition over a set of objects holds.
 	// +optional
 	Wait *WaitAction `json:"wait,omitempty"`
+
+	// unused waits until no pod uses the object being torn down: no pod
+	// runs as it (a ServiceAccount), mounts or reads it (a Secret, a
+	// ConfigMap), or runs as a subject it grants rights to (a Role,
+	// ClusterRole, RoleBinding or ClusterRoleBinding). Written unused: {}.
+	// +optional
+	Unused *UnusedAction `json:"unused,omitempty"`
 
 	// timeout bounds the step, counted from when it started (time spent on
 	// transient errors included), such as 5m. When it passes the step has
@@ -498,6 +508,14 @@ type WaitAction struct {
 	// +kubebuilder:validation:MaxLength=1024
 	Condition string `json:"condition,omitempty"`
 }
+
+// UnusedAction holds the object being torn down while a pod that exists uses
+// it, found by reference, not by selector. A pod counts until it is gone
+// (a pod being deleted counts whatever its phase), except a pod that
+// finished (phase Succeeded or Failed) and is not being deleted. A
+// TeardownPolicy sees only the pods of its own namespace. It has no fields
+// yet: write unused: {}.
+type UnusedAction struct{}
 
 // ResourceSelector selects objects of one kind by label.
 type ResourceSelector struct {

@@ -144,12 +144,33 @@ func TestAdmissionRefusesInvalidPolicies(t *testing.T) {
   webhook: {url: "https://cleaner.example.com/"}
   wait: {resources: [{apiVersion: v1, kind: Pod, selector: {}}]}
 `),
-			want: "a step has exactly one action: split webhook, job, delete and wait into separate steps",
+			want: "a step has exactly one action: split webhook, job, delete, wait and unused into separate steps",
 		},
 		{
 			name: "step with no action",
 			spec: withSteps("- name: nothing\n  onFailure: Continue\n"),
-			want: "a step needs an action: set one of webhook, job, delete or wait",
+			want: "a step needs an action: set one of webhook, job, delete, wait or unused",
+		},
+		{
+			name: "unused and wait in one step",
+			spec: withSteps("- name: both\n  unused: {}\n  wait: {resources: [{apiVersion: v1, kind: Pod, selector: {}}]}\n"),
+			want: "a step has exactly one action: split webhook, job, delete, wait and unused into separate steps",
+		},
+		{
+			name: "unused step holding a Deployment",
+			spec: "targets:\n- {apiVersion: v1, kind: ServiceAccount, selector: {}}\n- {apiVersion: apps/v1, kind: Deployment, selector: {}}\nsteps:\n- {name: pods-gone, unused: {}}\n",
+			want: "an unused step holds only what pods use by reference: targets of a policy with an unused step must be v1 ServiceAccount, Secret or ConfigMap, or rbac.authorization.k8s.io/v1 Role, ClusterRole, RoleBinding or ClusterRoleBinding",
+		},
+		{
+			name: "unused step holding a Secret of another group",
+			kind: kindCluster,
+			spec: "targets:\n- {apiVersion: example.com/v1, kind: Secret, selector: {}}\nsteps:\n- {name: pods-gone, unused: {}}\n",
+			want: "targets of a policy with an unused step must be v1 ServiceAccount, Secret or ConfigMap",
+		},
+		{
+			name: "unused step holding a PersistentVolumeClaim",
+			spec: "targets:\n- {apiVersion: v1, kind: PersistentVolumeClaim, selector: {}}\nsteps:\n- {name: pods-gone, unused: {}}\n",
+			want: "an unused step cannot hold a PersistentVolumeClaim: Kubernetes already holds one while a pod uses it, with its finalizer kubernetes.io/pvc-protection",
 		},
 		{
 			name: "duplicate step names",
