@@ -17,6 +17,7 @@ import (
 	"slices"
 	"sync"
 	"time"
+	"unique"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -40,17 +41,25 @@ import (
 	"github.com/teardown-dev/teardown/pkg/finalizer"
 )
 
-// Request names one target object of one kind.
+// Request names one target object of one kind: it is the work queues' key.
+//
+// The kind is interned (an 8-byte handle instead of a GVK's three strings):
+// controller-runtime's priority queue keeps two maps keyed by Request, and
+// Go maps keep their size after a burst, so after N objects were queued at
+// once every byte of the key stays allocated N times over.
 type Request struct {
-	GVK schema.GroupVersionKind
+	kind unique.Handle[schema.GroupVersionKind]
 	types.NamespacedName
 }
 
 // RequestFor names obj of kind gvk. Code outside this package builds
 // Requests only with it, so the key's layout can change in one place.
 func RequestFor(gvk schema.GroupVersionKind, key types.NamespacedName) Request {
-	return Request{GVK: gvk, NamespacedName: key}
+	return Request{kind: unique.Make(gvk), NamespacedName: key}
 }
+
+// GVK is the kind of the object.
+func (r Request) GVK() schema.GroupVersionKind { return r.kind.Value() }
 
 // Release causes, the cause label of teardown_finalizer_releases_total.
 const (
@@ -115,7 +124,7 @@ func (r *Reconciler) newQueue(mgr manager.Manager, name string, workers int) (*q
 }
 
 func toRequest(_ context.Context, obj *metav1.PartialObjectMetadata) []Request {
-	return []Request{{GVK: obj.GroupVersionKind(), NamespacedName: client.ObjectKeyFromObject(obj)}}
+	return []Request{RequestFor(obj.GroupVersionKind(), client.ObjectKeyFromObject(obj))}
 }
 
 // Watch starts the metadata-only watch of gvk, once per kind.
@@ -131,9 +140,10 @@ func (r *Reconciler) Watch(mgr manager.Manager, gvk schema.GroupVersionKind) err
 	}{{r.attach, false}, {r.finalize, true}} {
 		obj := &metav1.PartialObjectMetadata{}
 		obj.SetGroupVersionKind(gvk)
+		kind := unique.Make(gvk)
 		src := source.TypedKind(mgr.GetCache(), obj, handler.TypedEnqueueRequestsFromMapFunc(
 			func(_ context.Context, o *metav1.PartialObjectMetadata) []Request {
-				return []Request{{GVK: gvk, NamespacedName: client.ObjectKeyFromObject(o)}}
+				return []Request{{kind: kind, NamespacedName: client.ObjectKeyFromObject(o)}}
 			}), relevantChange, deletingIs(q.deleting))
 		if err := q.ctrl.Watch(src); err != nil {
 			return fmt.Errorf("watching %s: %w", gvk, err)
@@ -195,7 +205,7 @@ func (r *Reconciler) Resync(ctx context.Context, gvk schema.GroupVersionKind, op
 func (r *Reconciler) Wake(ctx context.Context, reqs ...Request) {
 	for _, req := range reqs {
 		obj := &metav1.PartialObjectMetadata{}
-		obj.SetGroupVersionKind(req.GVK)
+		obj.SetGroupVersionKind(req.GVK())
 		obj.SetNamespace(req.Namespace)
 		obj.SetName(req.Name)
 		select {
@@ -208,12 +218,13 @@ func (r *Reconciler) Wake(ctx context.Context, reqs ...Request) {
 
 // Reconcile applies every key of every policy serving the object's kind.
 func (r *Reconciler) Reconcile(ctx context.Context, req Request) (reconcile.Result, error) {
+	gvk := req.GVK()
 	obj := &metav1.PartialObjectMetadata{}
-	obj.SetGroupVersionKind(req.GVK)
+	obj.SetGroupVersionKind(gvk)
 	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	policies := r.Index.ForKind(req.GVK)
+	policies := r.Index.ForKind(gvk)
 	if len(policies) == 0 {
 		return reconcile.Result{}, nil
 	}
@@ -229,10 +240,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req Request) (reconcile.Resu
 		}
 		ctx := logf.IntoContext(ctx, logf.FromContext(ctx).WithValues("policy", s.Ref.String()))
 		for _, k := range s.Keys {
-			if !k.Serves(req.GVK) {
+			if !k.Serves(gvk) {
 				continue
 			}
-			after, err := r.apply(ctx, s, k, req.GVK, obj, nsLabels)
+			after, err := r.apply(ctx, s, k, gvk, obj, nsLabels)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("policy %s, finalizer %s: %w", s.Ref, k.Key, err))
 			}
