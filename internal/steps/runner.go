@@ -31,6 +31,7 @@ import (
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/internal/policy"
+	"github.com/teardown-dev/teardown/internal/waits"
 	"github.com/teardown-dev/teardown/pkg/finalizer"
 )
 
@@ -54,6 +55,9 @@ type Runner struct {
 	Identities *Identities
 	Mapper     meta.RESTMapper
 	HTTP       *HTTPClients
+	// Waits wakes pending wait and delete steps when what they wait on
+	// changes (internal/waits); nil means they poll.
+	Waits *waits.Registry
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
