@@ -78,11 +78,10 @@ func NewScheme() (*runtime.Scheme, error) {
 }
 
 // CacheOptions are the manager's cache options the controller is meant to
-// run with: managedFields are dropped from every cached object, since the
-// controller never reads them and, on metadata-only objects, they are often
-// most of the bytes.
+// run with: managedFields are dropped from every cached object, and guarded
+// objects' metadata shares what it repeats (cacheTransform).
 func CacheOptions() cache.Options {
-	return cache.Options{DefaultTransform: cache.TransformStripManagedFields()}
+	return cache.Options{DefaultTransform: cacheTransform()}
 }
 
 // Setup adds the policy and target controllers to mgr.

@@ -1,0 +1,162 @@
+/*
+Copyright 2026 The Teardown Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package controller
+
+import (
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+)
+
+const lastApplied = corev1.LastAppliedConfigAnnotation
+
+// fullMetadata has every field of ObjectMeta set, so that a field the
+// transform dropped by mistake shows in the diff.
+func fullMetadata() *metav1.PartialObjectMetadata {
+	created := metav1.NewTime(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
+	deleted := metav1.NewTime(created.Add(time.Hour))
+	return &metav1.PartialObjectMetadata{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "web", GenerateName: "we", Namespace: "shop", SelfLink: "/api/v1/namespaces/shop/configmaps/web",
+			UID: types.UID("0b5c6f0e-1111-4a2b-9c3d-2e4f5a6b7c8d"), ResourceVersion: "4711", Generation: 3,
+			CreationTimestamp: created, DeletionTimestamp: &deleted, DeletionGracePeriodSeconds: ptr.To[int64](0),
+			Labels: map[string]string{"app": "web", "tier": "front"},
+			Annotations: map[string]string{
+				"progress.finalizer.teardown.dev/shop.teardown.dev_dns": `{"state":"Running"}`,
+				"steps.teardown.dev/shop.teardown.dev_dns":              `{"step":"deregister"}`,
+				"attached.finalizer.teardown.dev/shop.teardown.dev_dns": "true",
+				"team.example.com/owner":                                "payments",
+				lastApplied:                                             `{"apiVersion":"v1","data":{"secret":"a copy of the data"}}`,
+			},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: "1234", Controller: ptr.To(true)}},
+			Finalizers:      []string{"shop.teardown.dev/dns", "kubernetes.io/pvc-protection"},
+			ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply}},
+		},
+	}
+}
+
+// TestCacheTransform: the transform drops managedFields and kubectl's
+// last-applied-configuration, and nothing else; in particular every
+// annotation a decision reads (progress, step record, attached record) and
+// every annotation a webhook receives, and whether the annotations are absent
+// or empty (the attach patch tests that).
+func TestCacheTransform(t *testing.T) {
+	cases := map[string]struct {
+		in, want func() any
+	}{
+		"every field": {
+			in: func() any { return fullMetadata() },
+			want: func() any {
+				obj := fullMetadata()
+				obj.ManagedFields = nil
+				delete(obj.Annotations, lastApplied)
+				return obj
+			},
+		},
+		"nothing set": {
+			in:   func() any { return &metav1.PartialObjectMetadata{} },
+			want: func() any { return &metav1.PartialObjectMetadata{} },
+		},
+		"empty maps and lists stay empty": {
+			in: func() any {
+				return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{}, Annotations: map[string]string{}, Finalizers: []string{}}}
+			},
+			want: func() any {
+				return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{}, Annotations: map[string]string{}, Finalizers: []string{}}}
+			},
+		},
+		"only last-applied: annotations empty, not absent": {
+			in: func() any {
+				return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "a", Annotations: map[string]string{lastApplied: "{}"}}}
+			},
+			want: func() any {
+				return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "a", Annotations: map[string]string{}}}
+			},
+		},
+		"typed objects: only managedFields": {
+			in: func() any {
+				return &corev1.ConfigMap{ObjectMeta: fullMetadata().ObjectMeta, Data: map[string]string{"k": "v"}}
+			},
+			want: func() any {
+				cm := &corev1.ConfigMap{ObjectMeta: fullMetadata().ObjectMeta, Data: map[string]string{"k": "v"}}
+				cm.ManagedFields = nil
+				return cm
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := cacheTransform()(tc.in())
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Not cmpopts.EquateEmpty: absent and empty must stay apart.
+			if diff := cmp.Diff(tc.want(), got); diff != "" {
+				t.Errorf("transformed object (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestCacheTransformShares: objects with equal labels, annotations and
+// finalizers get one shared copy of each; different ones get their own; the
+// table stays bounded when every few objects bring new labels, and every
+// object still reads as it was.
+func TestCacheTransformShares(t *testing.T) {
+	const limit = 32
+	shared := newSharedMetadata(limit)
+	objs := make([]*metav1.PartialObjectMetadata, 100)
+	group := func(i int) string { return fmt.Sprint(i / 3) }
+	for i := range objs {
+		obj := fullMetadata()
+		obj.Name = fmt.Sprintf("cm-%d", i)
+		// Built afresh, as a decoder would: no storage in common.
+		obj.Labels = map[string]string{"app": string([]byte("web")), "group": group(i)}
+		obj.Finalizers = []string{string([]byte("shop.teardown.dev/dns"))}
+		shared.compact(obj)
+		objs[i] = obj
+		if n := len(shared.strings) + len(shared.maps) + len(shared.lists); n > 2*limit {
+			t.Fatalf("after %d objects the table holds %d entries, want it bounded near its limit of %d", i+1, n, limit)
+		}
+	}
+	same := func(a, b any) bool { return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer() }
+	a, b := objs[0], objs[2]
+	if !same(a.Labels, b.Labels) || !same(a.Annotations, b.Annotations) || !same(a.Finalizers, b.Finalizers) || !same(a.Namespace, b.Namespace) {
+		t.Error("equal labels, annotations, finalizers or namespaces of two objects are not shared")
+	}
+	if same(a.Labels, objs[3].Labels) {
+		t.Error("different labels share a map")
+	}
+	if cap(a.Finalizers) != len(a.Finalizers) {
+		t.Errorf("a shared list has room to append in place: len %d, cap %d", len(a.Finalizers), cap(a.Finalizers))
+	}
+	maps := map[unsafe.Pointer]bool{}
+	for i, obj := range objs {
+		maps[reflect.ValueOf(obj.Labels).UnsafePointer()] = true
+		want := fullMetadata()
+		want.Name = obj.Name
+		want.Labels = map[string]string{"app": "web", "group": group(i)}
+		want.Finalizers = []string{"shop.teardown.dev/dns"}
+		delete(want.Annotations, lastApplied)
+		if diff := cmp.Diff(want, obj); diff != "" {
+			t.Errorf("object %d after the transform (-want +got):\n%s", i, diff)
+		}
+	}
+	// 34 label sets; fewer maps than objects, though the table started
+	// afresh many times.
+	if n := len(maps); n < 34 || n > 60 {
+		t.Errorf("%d label maps for 100 objects in 34 groups of labels, want about one per group", n)
+	}
+}
