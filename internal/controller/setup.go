@@ -23,6 +23,7 @@ import (
 	"github.com/teardown-dev/teardown/internal/controller/teardownpolicy"
 	"github.com/teardown-dev/teardown/internal/policy"
 	"github.com/teardown-dev/teardown/internal/steps"
+	"github.com/teardown-dev/teardown/internal/waits"
 	"github.com/teardown-dev/teardown/internal/webhook"
 )
 
@@ -57,11 +58,19 @@ type Options struct {
 	// on the manager's webhook server and keeps the rules of this
 	// MutatingWebhookConfiguration on the kinds Automatic policies target.
 	WebhookConfiguration string
+	// EventDrivenWaits wakes a pending wait or delete step as soon as an
+	// object it depends on changes or goes (internal/waits), with a slow
+	// safety-net check; false polls every pending step every 2 s
+	// (--event-driven-waits).
+	EventDrivenWaits bool
 }
 
 // DefaultOptions are the flags' defaults.
 func DefaultOptions() Options {
-	return Options{TargetWorkers: 16, AttemptTimeout: 2 * time.Minute, StatusInterval: 15 * time.Second, DefaultServiceAccount: "default"}
+	return Options{
+		TargetWorkers: 16, AttemptTimeout: 2 * time.Minute, StatusInterval: 15 * time.Second, DefaultServiceAccount: "default",
+		EventDrivenWaits: true,
+	}
 }
 
 // NewScheme returns the types the controller reads: Kubernetes' own and the
@@ -103,6 +112,13 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 			Config: mgr.GetConfig(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
 			DefaultServiceAccount: opts.DefaultServiceAccount,
 		},
+	}
+	if opts.EventDrivenWaits {
+		registry := waits.New(waits.Options{Cache: mgr.GetCache(), Client: mgr.GetClient(), Mapper: mgr.GetRESTMapper(), Wake: targets.Wake})
+		if err := mgr.Add(registry); err != nil {
+			return fmt.Errorf("adding the wait registry: %w", err)
+		}
+		runner.Waits = registry
 	}
 	policies := &teardownpolicy.Reconciler{
 		Manager: mgr, Index: index, Targets: targets, Runner: runner, Recorder: recorder,

@@ -3,8 +3,9 @@ Copyright 2026 The Teardown Authors.
 SPDX-License-Identifier: Apache-2.0
 */
 
-// Package steps runs a policy's cleanup steps (webhook, job, delete, wait) for
-// one target object, in order, as the handler of the policy's finalizer.
+// Package steps runs a policy's cleanup steps (webhook, job, delete, wait,
+// unused) for one target object, in order, as the handler of the policy's
+// finalizer.
 //
 // Only a definitive failure of a step lets its onFailure act: the webhook
 // answered Failure (or a permanent 4xx, or a redirect), the Job reached
@@ -30,6 +31,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/inuse"
 	"github.com/teardown-dev/teardown/internal/policy"
 	"github.com/teardown-dev/teardown/internal/waits"
 	"github.com/teardown-dev/teardown/pkg/finalizer"
@@ -58,6 +60,8 @@ type Runner struct {
 	// Waits wakes pending wait and delete steps when what they wait on
 	// changes (internal/waits); nil means they poll.
 	Waits *waits.Registry
+	// Uses tells unused steps which pods use their target; nil fails them.
+	Uses *inuse.Index
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -98,8 +102,9 @@ const (
 type StepError struct {
 	Step  string
 	Index int
-	// Action is the step's kind: webhook, job, delete or wait. A network
-	// error under a webhook step is about the receiver, not the API server.
+	// Action is the step's kind: webhook, job, delete, wait or unused. A
+	// network error under a webhook step is about the receiver, not the API
+	// server.
 	Action string
 	Kind   FailureKind
 	Err    error
@@ -239,6 +244,8 @@ func (r *Runner) runStep(ctx context.Context, pol *policy.Policy, key string, i 
 		return r.delete(ctx, pol, step.Delete, t)
 	case step.Wait != nil:
 		return r.wait(ctx, pol, step.Condition, step.Wait, t)
+	case step.Unused != nil:
+		return r.unused(pol, t)
 	default:
 		return transient(errors.New("step has no action"))
 	}
@@ -255,6 +262,8 @@ func action(step teardownv1alpha1.Step) string {
 		return "delete"
 	case step.Wait != nil:
 		return "wait"
+	case step.Unused != nil:
+		return "unused"
 	default:
 		return ""
 	}

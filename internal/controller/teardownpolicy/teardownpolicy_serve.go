@@ -28,6 +28,10 @@ func (r *Reconciler) serve(ctx context.Context, obj client.Object, pol *policy.P
 	if cond, ok := r.validate(ctx, pol, polErr); !ok {
 		return cond
 	}
+	if slices.ContainsFunc(pol.Steps, func(s policy.Step) bool { return s.Unused != nil }) {
+		// Before any cleanup needs it, so that the index has synced by then.
+		r.Runner.Uses.Activate()
+	}
 	if err := r.putInForce(ctx, pol, statusOf(obj)); err != nil {
 		return notReady(teardownv1alpha1.ForbiddenReason, "%s", err.Error())
 	}

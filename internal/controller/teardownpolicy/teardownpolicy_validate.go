@@ -14,6 +14,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -125,6 +126,17 @@ func (r *Reconciler) needs(pol *policy.Policy) ([]access, metav1.Condition, bool
 			jobs := batchv1.SchemeGroupVersion.WithResource("jobs")
 			for _, verb := range []string{"get", "create", "delete"} {
 				needs = append(needs, access{who: stepsActor, what: what, verb: verb, resource: jobs, namespace: ns})
+			}
+		case s.Unused != nil:
+			// The controller's index reads every pod and binding; a
+			// TeardownPolicy's step tells its author about the pods of its
+			// namespace, so its ServiceAccount must be allowed to list them.
+			pods := corev1.SchemeGroupVersion.WithResource("pods")
+			for _, res := range []schema.GroupVersionResource{pods, rbacv1.SchemeGroupVersion.WithResource("rolebindings"), rbacv1.SchemeGroupVersion.WithResource("clusterrolebindings")} {
+				needs = append(needs, access{what: what, verb: "list", resource: res}, access{what: what, verb: "watch", resource: res})
+			}
+			if sa != "" {
+				needs = append(needs, access{who: stepsActor, what: what, verb: "list", resource: pods, namespace: pol.Ref.Namespace})
 			}
 		case s.Webhook != nil:
 			if err := r.Runner.HTTP.CheckDestination(s.Webhook); err != nil {

@@ -1,0 +1,188 @@
+/*
+Copyright 2026 The Teardown Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package inuse
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/cache"
+)
+
+// Use is who uses an object: the pods that count, and for a role the
+// bindings that grant it to them.
+type Use struct {
+	// Pods are the pods that count, sorted by namespace and name.
+	Pods []*Pod
+	// Through names the bindings ("ClusterRoleBinding node-agent") that
+	// grant a role to those pods; empty for other kinds.
+	Through []string
+}
+
+// Kinds the unused step holds, by what a pod uses them through.
+var (
+	serviceAccountKind     = schema.GroupKind{Kind: "ServiceAccount"}
+	secretKind             = schema.GroupKind{Kind: "Secret"}
+	configMapKind          = schema.GroupKind{Kind: "ConfigMap"}
+	roleKind               = schema.GroupKind{Group: "rbac.authorization.k8s.io", Kind: "Role"}
+	clusterRoleKind        = schema.GroupKind{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole"}
+	roleBindingKind        = schema.GroupKind{Group: "rbac.authorization.k8s.io", Kind: "RoleBinding"}
+	clusterRoleBindingKind = schema.GroupKind{Group: "rbac.authorization.k8s.io", Kind: "ClusterRoleBinding"}
+)
+
+// Supported reports whether pods can use objects of kind gk.
+func Supported(gk schema.GroupKind) bool {
+	return slices.Contains([]schema.GroupKind{serviceAccountKind, secretKind, configMapKind, roleKind, clusterRoleKind,
+		roleBindingKind, clusterRoleBindingKind}, gk)
+}
+
+// Check answers who uses the object ns/name of kind gk, among the pods of
+// namespace scope (every pod when scope is empty). While it is in use, w
+// stays registered under every reference the answer depends on, and is
+// woken when one of them changes; once unused, w is forgotten. Before the
+// index has synced, it answers ErrNotSynced and wakes w when it has.
+//
+// Registration comes before each read, so a change between the read and the
+// registration cannot be missed: the informer updates its store before it
+// tells the index, and the index looks for waiters only then.
+func (x *Index) Check(w Waiter, gk schema.GroupKind, ns, name, scope string) (*Use, error) {
+	x.hold(w, syncedKey)
+	if !x.synced.Load() {
+		return nil, ErrNotSynced
+	}
+	x.Forget(w)
+	// keys are the pod keys to look up; through, for a role, which
+	// bindings each came from.
+	var keys []string
+	through := map[string][]string{}
+	switch gk {
+	case serviceAccountKind:
+		keys = []string{serviceAccountKey(ns, name)}
+	case secretKind:
+		keys = []string{secretKey(ns, name)}
+	case configMapKind:
+		keys = []string{configMapKey(ns, name)}
+	case roleBindingKind, clusterRoleBindingKind:
+		store, storeKey := x.roleBindings, ns+"/"+name
+		if gk == clusterRoleBindingKind {
+			store, storeKey = x.clusterRoleBindings, name
+		}
+		x.hold(w, bindingKey(&Binding{Namespace: ns, Name: name}))
+		obj, ok, err := store.GetByKey(storeKey)
+		if err != nil {
+			return nil, fmt.Errorf("reading %s %s: %w", gk.Kind, storeKey, err)
+		}
+		if b, isBinding := obj.(*Binding); ok && isBinding {
+			keys = b.Subjects
+		}
+	case roleKind, clusterRoleKind:
+		rk := roleKey(gk.Kind, ns, name)
+		x.hold(w, rk)
+		stores := []cache.Indexer{x.roleBindings}
+		if gk == clusterRoleKind {
+			stores = append(stores, x.clusterRoleBindings)
+		}
+		for _, store := range stores {
+			objs, err := store.ByIndex(roleIndex, rk)
+			if err != nil {
+				return nil, fmt.Errorf("looking up the bindings of %s %s: %w", gk.Kind, name, err)
+			}
+			for _, obj := range objs {
+				b, ok := obj.(*Binding)
+				if !ok {
+					continue
+				}
+				for _, k := range b.Subjects {
+					if !slices.Contains(keys, k) {
+						keys = append(keys, k)
+					}
+					through[k] = append(through[k], b.Kind()+" "+objectName(b.Namespace, b.Name))
+				}
+			}
+		}
+	default:
+		return nil, fmt.Errorf("pods do not use %s objects by reference", gk)
+	}
+	keys = inScope(keys, scope)
+	x.hold(w, keys...)
+	use, err := x.lookup(keys, scope, through)
+	if err != nil || len(use.Pods) == 0 {
+		x.Forget(w)
+	}
+	return use, err
+}
+
+// inScope narrows pod keys to the pods of namespace scope ("" keeps all).
+func inScope(keys []string, scope string) []string {
+	if scope == "" {
+		return keys
+	}
+	var out []string
+	for _, k := range keys {
+		switch {
+		case k == allPods:
+			k = podsInPrefix + scope
+		case strings.HasPrefix(k, serviceAccountPrefix) && !strings.HasPrefix(k, serviceAccountKey(scope, "")),
+			strings.HasPrefix(k, podsInPrefix) && k != podsInPrefix+scope:
+			continue // names pods of another namespace only
+		}
+		if !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// lookup returns the counted pods under keys, in namespace scope when set.
+func (x *Index) lookup(keys []string, scope string, through map[string][]string) (*Use, error) {
+	use := &Use{}
+	seen := map[*Pod]bool{}
+	for _, k := range keys {
+		var objs []any
+		if k == allPods {
+			objs = x.pods.List()
+		} else {
+			var err error
+			if objs, err = x.pods.ByIndex(usesIndex, k); err != nil {
+				return nil, fmt.Errorf("looking up the pods of %s: %w", k, err)
+			}
+		}
+		found := false
+		for _, obj := range objs {
+			p, ok := obj.(*Pod)
+			if !ok || !p.Counts() || scope != "" && p.Namespace != scope {
+				continue
+			}
+			found = true
+			if !seen[p] {
+				seen[p] = true
+				use.Pods = append(use.Pods, p)
+			}
+		}
+		if found {
+			for _, b := range through[k] {
+				if !slices.Contains(use.Through, b) {
+					use.Through = append(use.Through, b)
+				}
+			}
+		}
+	}
+	slices.SortFunc(use.Pods, func(a, b *Pod) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+	})
+	slices.Sort(use.Through)
+	return use, nil
+}
+
+func objectName(ns, name string) string {
+	if ns == "" {
+		return name
+	}
+	return ns + "/" + name
+}

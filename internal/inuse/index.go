@@ -1,0 +1,335 @@
+/*
+Copyright 2026 The Teardown Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+// Package inuse knows which pods use which ServiceAccounts, Secrets,
+// ConfigMaps and RBAC objects, for the unused step: a reference index over
+// every pod and binding of the cluster, kept small (only what a use needs)
+// and started only when a policy with an unused step is served.
+//
+// It wakes the cleanups that wait on a use as soon as that use ends: a step
+// that finds its target in use leaves a Waiter under each reference it
+// waits on, and a change of a pod or binding behind one of them wakes it
+// (once: the next pending run registers again).
+package inuse
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// ErrNotSynced says the index has not yet seen every pod and binding: no
+// target may be called unused before it has.
+var ErrNotSynced = errors.New("the controller's index of pods and bindings has not synced yet")
+
+// Waiter is the cleanup of one target object waiting on a use to end.
+type Waiter struct {
+	GVK schema.GroupVersionKind
+	Key types.NamespacedName
+}
+
+// Index names.
+const (
+	// usesIndex maps a pod key (serviceAccountKey, secretKey, configMapKey,
+	// podsInPrefix+namespace) to the pods it names.
+	usesIndex = "uses"
+	// roleIndex maps a role key (roleKey) to the bindings that grant it.
+	roleIndex = "role"
+	// syncedKey is the wait key of cleanups waiting for the index to sync.
+	syncedKey = "synced"
+)
+
+func secretKey(ns, name string) string    { return "Secret/" + ns + "/" + name }
+func configMapKey(ns, name string) string { return "ConfigMap/" + ns + "/" + name }
+
+// roleKey names a Role (ns set) or a ClusterRole.
+func roleKey(kind, ns, name string) string {
+	if kind == "ClusterRole" {
+		return "role:ClusterRole/" + name
+	}
+	return "role:Role/" + ns + "/" + name
+}
+
+// bindingKey is the wait key of a binding's own changes.
+func bindingKey(b *Binding) string { return "binding:" + b.Kind() + "/" + b.Namespace + "/" + b.Name }
+
+// podKeys are the keys a pod is found under.
+func podKeys(p *Pod) []string {
+	keys := make([]string, 0, 2+len(p.Secrets)+len(p.ConfigMaps))
+	keys = append(keys, serviceAccountKey(p.Namespace, p.ServiceAccount), podsInPrefix+p.Namespace)
+	for _, s := range p.Secrets {
+		keys = append(keys, secretKey(p.Namespace, s))
+	}
+	for _, c := range p.ConfigMaps {
+		keys = append(keys, configMapKey(p.Namespace, c))
+	}
+	return keys
+}
+
+var podIndexers = cache.Indexers{usesIndex: func(obj any) ([]string, error) {
+	p, ok := obj.(*Pod)
+	if !ok {
+		return nil, fmt.Errorf("not a pod record: %T", obj)
+	}
+	return podKeys(p), nil
+}}
+
+var bindingIndexers = cache.Indexers{roleIndex: func(obj any) ([]string, error) {
+	b, ok := obj.(*Binding)
+	if !ok {
+		return nil, fmt.Errorf("not a binding record: %T", obj)
+	}
+	return []string{roleKey(b.RoleKind, b.Namespace, b.RoleName)}, nil
+}}
+
+// transform reduces what the informers receive to the records the index
+// keeps, before anything is stored. It is idempotent, as client-go asks.
+func transform(obj any) (any, error) {
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		return PodOf(o), nil
+	case *rbacv1.RoleBinding:
+		return BindingOf(o), nil
+	case *rbacv1.ClusterRoleBinding:
+		return ClusterBindingOf(o), nil
+	}
+	return obj, nil
+}
+
+// Index is the reference index. It is a manager Runnable that does nothing
+// until Activate is called: a cluster with no policy that has an unused step
+// pays for no watch.
+//
+// The informers are client-go's own (a SharedInformerFactory with a
+// transform), not the manager's cache: that cache hands out typed objects
+// (a *corev1.Pod) to every reader of the manager's client, so it can only
+// strip fields from a full Pod struct (about a kilobyte even when empty),
+// and anyone listing Pods through the client would read the stripped copies.
+// Private informers keep the records small and out of everyone else's way.
+type Index struct {
+	config *rest.Config
+	// wake queues a waiter's cleanup.
+	wake func(context.Context, Waiter)
+
+	mu        sync.Mutex
+	ctx       context.Context // set by Start
+	activated bool
+	started   bool
+	synced    atomic.Bool
+	// pods, roleBindings and clusterRoleBindings are the informers'
+	// stores; nil until started.
+	pods, roleBindings, clusterRoleBindings cache.Indexer
+
+	waitMu sync.Mutex
+	// waiting maps a wait key to the waiters on it; keysOf is the reverse.
+	waiting map[string]map[Waiter]struct{}
+	keysOf  map[Waiter][]string
+}
+
+// New returns an index that reads the cluster with config and calls wake
+// for each waiter whose use may have ended.
+func New(config *rest.Config, wake func(context.Context, Waiter)) *Index {
+	return &Index{config: config, wake: wake, waiting: map[string]map[Waiter]struct{}{}, keysOf: map[Waiter][]string{}}
+}
+
+// NeedLeaderElection: only the leader serves policies, so only it needs
+// the index.
+func (x *Index) NeedLeaderElection() bool { return true }
+
+// Start runs the index until ctx ends; the informers start at the first
+// Activate (or now, when one came before).
+func (x *Index) Start(ctx context.Context) error {
+	x.mu.Lock()
+	x.ctx = ctx
+	var err error
+	if x.activated {
+		err = x.startLocked()
+	}
+	x.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// Activate starts the informers, once. A policy with an unused step calls it
+// when it is served, and the step itself when it runs.
+func (x *Index) Activate() {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.activated = true
+	if x.ctx == nil || x.started {
+		return
+	}
+	if err := x.startLocked(); err != nil {
+		logf.FromContext(x.ctx).Error(err, "Could not start the index of pods and bindings; unused steps stay pending")
+	}
+}
+
+func (x *Index) startLocked() error {
+	if x.started {
+		return nil
+	}
+	cfg := rest.CopyConfig(x.config)
+	// Protobuf: pods are the largest objects most clusters list.
+	cfg.ContentType = runtime.ContentTypeProtobuf
+	cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("creating the client of the pod index: %w", err)
+	}
+	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTransform(transform))
+	pods := factory.Core().V1().Pods().Informer()
+	rbs := factory.Rbac().V1().RoleBindings().Informer()
+	crbs := factory.Rbac().V1().ClusterRoleBindings().Informer()
+	if err := pods.AddIndexers(podIndexers); err != nil {
+		return err
+	}
+	for _, inf := range []cache.SharedIndexInformer{rbs, crbs} {
+		if err := inf.AddIndexers(bindingIndexers); err != nil {
+			return err
+		}
+	}
+	ctx := x.ctx
+	if _, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(oldObj, newObj any) { x.podChanged(ctx, oldObj, newObj) },
+		DeleteFunc: func(obj any) { x.podChanged(ctx, obj, nil) },
+	}); err != nil {
+		return err
+	}
+	for _, inf := range []cache.SharedIndexInformer{rbs, crbs} {
+		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { x.bindingChanged(ctx, nil, obj) },
+			UpdateFunc: func(oldObj, newObj any) { x.bindingChanged(ctx, oldObj, newObj) },
+			DeleteFunc: func(obj any) { x.bindingChanged(ctx, obj, nil) },
+		}); err != nil {
+			return err
+		}
+	}
+	x.pods, x.roleBindings, x.clusterRoleBindings = pods.GetIndexer(), rbs.GetIndexer(), crbs.GetIndexer()
+	x.started = true
+	factory.Start(ctx.Done())
+	go func() {
+		for _, ok := range factory.WaitForCacheSync(ctx.Done()) {
+			if !ok {
+				return
+			}
+		}
+		x.synced.Store(true)
+		logf.FromContext(ctx).Info("The index of pods and bindings has synced", "pods", len(x.pods.ListKeys()))
+		x.wakeKeys(ctx, syncedKey)
+	}()
+	return nil
+}
+
+// unknownState unwraps a deletion the informer learnt of late.
+func unknownState(obj any) any {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		return d.Obj
+	}
+	return obj
+}
+
+// podChanged wakes the waiters on what the old pod used when what it says
+// about use changed, or when it is gone (newObj nil). A new pod frees
+// nothing, so additions wake nobody.
+func (x *Index) podChanged(ctx context.Context, oldObj, newObj any) {
+	old, ok := unknownState(oldObj).(*Pod)
+	if !ok {
+		return
+	}
+	if cur, ok := newObj.(*Pod); ok && cur.equal(old) {
+		return
+	}
+	x.wakeKeys(ctx, append(podKeys(old), allPods)...)
+}
+
+// bindingChanged wakes the waiters on a binding (its subjects changed, or it
+// went) and on the role it grants.
+func (x *Index) bindingChanged(ctx context.Context, oldObj, newObj any) {
+	old, _ := unknownState(oldObj).(*Binding)
+	cur, _ := unknownState(newObj).(*Binding)
+	var keys []string
+	for _, b := range []*Binding{old, cur} {
+		if b != nil {
+			keys = append(keys, bindingKey(b), roleKey(b.RoleKind, b.Namespace, b.RoleName))
+		}
+	}
+	if old != nil && cur != nil && old.equal(cur) {
+		return
+	}
+	x.wakeKeys(ctx, keys...)
+}
+
+// hold registers w under keys.
+func (x *Index) hold(w Waiter, keys ...string) {
+	x.waitMu.Lock()
+	defer x.waitMu.Unlock()
+	for _, k := range keys {
+		set := x.waiting[k]
+		if set == nil {
+			set = map[Waiter]struct{}{}
+			x.waiting[k] = set
+		}
+		if _, ok := set[w]; !ok {
+			set[w] = struct{}{}
+			x.keysOf[w] = append(x.keysOf[w], k)
+		}
+	}
+}
+
+// Forget drops every registration of w.
+func (x *Index) Forget(w Waiter) {
+	x.waitMu.Lock()
+	defer x.waitMu.Unlock()
+	x.forgetLocked(w)
+}
+
+func (x *Index) forgetLocked(w Waiter) {
+	for _, k := range x.keysOf[w] {
+		delete(x.waiting[k], w)
+		if len(x.waiting[k]) == 0 {
+			delete(x.waiting, k)
+		}
+	}
+	delete(x.keysOf, w)
+}
+
+// wakeKeys wakes, and forgets, every waiter under keys.
+func (x *Index) wakeKeys(ctx context.Context, keys ...string) {
+	var woken []Waiter
+	x.waitMu.Lock()
+	for _, k := range keys {
+		for w := range x.waiting[k] {
+			woken = append(woken, w)
+			x.forgetLocked(w)
+		}
+	}
+	x.waitMu.Unlock()
+	for _, w := range woken {
+		x.wake(ctx, w)
+	}
+}
+
+// Waiting is how many cleanups are registered, for tests and metrics.
+func (x *Index) Waiting() int {
+	x.waitMu.Lock()
+	defer x.waitMu.Unlock()
+	return len(x.keysOf)
+}

@@ -1,0 +1,152 @@
+/*
+Copyright 2026 The Teardown Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package steps
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/teardown-dev/teardown/internal/inuse"
+	"github.com/teardown-dev/teardown/internal/policy"
+)
+
+// unusedRecheck is how soon an unused step in use is checked again when no
+// event woke it: a safety net, since the end of every use it waits on wakes
+// it at once.
+const unusedRecheck = 30 * time.Second
+
+// unusedSyncRecheck is the same net while the index has not synced yet; its
+// sync wakes the step too.
+const unusedSyncRecheck = 5 * time.Second
+
+// unused holds t while any pod that counts uses it (internal/inuse says
+// what counts). A TeardownPolicy sees only the pods of its own namespace.
+func (r *Runner) unused(pol *policy.Policy, t Target) outcome {
+	if r.Uses == nil {
+		return transient(errors.New("the controller runs without its index of pods"))
+	}
+	gk := t.GVK.GroupKind()
+	if !inuse.Supported(gk) {
+		// The API refuses such a policy; an older stored one fails here.
+		return failed(fmt.Errorf("pods do not use %s objects by reference: an unused step holds ServiceAccounts, Secrets, ConfigMaps, Roles, ClusterRoles, RoleBindings and ClusterRoleBindings", gk.Kind))
+	}
+	r.Uses.Activate()
+	scope := ""
+	if pol.Ref.Kind == policy.KindNamespaced {
+		scope = pol.Ref.Namespace
+	}
+	w := inuse.Waiter{GVK: t.GVK, Key: client.ObjectKeyFromObject(t.Obj)}
+	use, err := r.Uses.Check(w, gk, t.Obj.GetNamespace(), t.Obj.GetName(), scope)
+	switch {
+	case errors.Is(err, inuse.ErrNotSynced):
+		return pending(unusedSyncRecheck, "waiting for the controller's index of pods to sync")
+	case err != nil:
+		return transient(err)
+	case len(use.Pods) == 0:
+		return done()
+	}
+	return pending(unusedRecheck, "%s", describeUse(gk.Kind, use))
+}
+
+// describeUse says who holds an object, for a person: the pods grouped by
+// the controller that owns them, the largest groups first, at most a few
+// named, such as "2 pods of DaemonSet agents/node-agent still run as this
+// ServiceAccount (1 terminating)".
+func describeUse(kind string, use *inuse.Use) string {
+	type group struct {
+		name  string
+		pods  int
+		first string // the pod's name, for a pod without a controller
+	}
+	var groups []*group
+	byName := map[string]*group{}
+	terminating := 0
+	for _, p := range use.Pods {
+		if p.Deleting {
+			terminating++
+		}
+		name := "pod " + p.Namespace + "/" + p.Name
+		if p.OwnerKind != "" {
+			name = p.OwnerKind + " " + p.Namespace + "/" + p.OwnerName
+		}
+		g := byName[name]
+		if g == nil {
+			g = &group{name: name, first: "pod " + p.Namespace + "/" + p.Name}
+			byName[name] = g
+			groups = append(groups, g)
+		}
+		g.pods++
+	}
+	slices.SortStableFunc(groups, func(a, b *group) int { return b.pods - a.pods })
+	const shown = 3
+	var parts []string
+	for i, g := range groups {
+		if i == shown {
+			rest := 0
+			for _, g := range groups[shown:] {
+				rest += g.pods
+			}
+			parts = append(parts, fmt.Sprintf("%d more %s", rest, plural(rest, "pod", "pods")))
+			break
+		}
+		switch {
+		case g.name == g.first:
+			parts = append(parts, g.name)
+		case g.pods == 1:
+			parts = append(parts, g.first+" of "+g.name)
+		default:
+			parts = append(parts, fmt.Sprintf("%d pods of %s", g.pods, g.name))
+		}
+	}
+	who := joinAnd(parts)
+	many := len(use.Pods) > 1
+	var what string
+	switch kind {
+	case "ServiceAccount":
+		what = plural2(many, "runs", "run") + " as this ServiceAccount"
+	case "Secret", "ConfigMap":
+		what = plural2(many, "uses", "use") + " this " + kind
+	case "RoleBinding", "ClusterRoleBinding":
+		what = plural2(many, "runs", "run") + " as a subject of this " + kind
+	default: // Role, ClusterRole
+		what = plural2(many, "runs", "run") + " with this " + kind + "'s rights"
+		if len(use.Through) > 0 {
+			what += " (through " + summarize(use.Through) + ")"
+		}
+	}
+	msg := who + " still " + what
+	if terminating > 0 {
+		msg += fmt.Sprintf(" (%d terminating)", terminating)
+	}
+	return msg
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+func plural2(many bool, one, more string) string {
+	if many {
+		return more
+	}
+	return one
+}
+
+// joinAnd joins "a", "b and c".
+func joinAnd(parts []string) string {
+	if len(parts) <= 1 {
+		return strings.Join(parts, "")
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
+}
