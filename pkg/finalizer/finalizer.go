@@ -265,7 +265,6 @@ func (f *Finalizers) next(obj client.Object) *entry {
 // attempt applies the deadline, then calls the handler and records what it
 // answered. The result is what to do with the finalizer.
 func (f *Finalizers) attempt(ctx context.Context, obj client.Object, e *entry) Result {
-	log := logf.FromContext(ctx).WithValues("finalizer", e.name, "object", klog.KObj(obj))
 	deletedAt := obj.GetDeletionTimestamp().Time
 	key := inProgressKey{finalizer: e.name, uid: obj.GetUID()}
 	prev, _ := readOneProgress(obj, e.name)
@@ -296,7 +295,10 @@ func (f *Finalizers) attempt(ctx context.Context, obj client.Object, e *entry) R
 	started := f.now()
 	res := f.call(ctx, obj, e)
 	attempts.WithLabelValues(e.name, string(res.State)).Inc()
-	log.V(4).Info("Cleanup attempt", "attempt", n, "state", res.State, "reason", res.Reason, "took", f.now().Sub(started))
+	// Key-values at the call, not a logger WithValues per attempt: zap
+	// encodes those at once, for every object, logged or not.
+	logf.FromContext(ctx).V(4).Info("Cleanup attempt", "finalizer", e.name, "object", klog.KObj(obj),
+		"attempt", n, "state", res.State, "reason", res.Reason, "took", f.now().Sub(started))
 
 	if res.State == StatePending || res.State == StateRetry {
 		p := Progress{Finalizer: e.name, State: res.State, Message: res.Reason, Attempts: n, DeadlineExceeded: expired}
@@ -383,7 +385,6 @@ func (f *Finalizers) remove(ctx context.Context, obj client.Object, e *entry, re
 // removeIf is remove that removes only while still(obj) holds (see
 // removeIf of the patch functions).
 func (f *Finalizers) removeIf(ctx context.Context, obj client.Object, e *entry, res Result, still func(client.Object) bool) (bool, error) {
-	log := logf.FromContext(ctx).WithValues("finalizer", e.name, "object", klog.KObj(obj))
 	deletedAt := obj.GetDeletionTimestamp()
 	uid := obj.GetUID()
 	cause := res.cause
@@ -403,7 +404,7 @@ func (f *Finalizers) removeIf(ctx context.Context, obj client.Object, e *entry, 
 	if res.State == StateRelease {
 		outcome = "released"
 		f.event(obj, corev1.EventTypeWarning, ReasonFinalizerReleased, "Released %q without its cleanup: %s", e.name, res.Reason)
-		log.Info("Released finalizer without its cleanup", "cause", cause, "reason", res.Reason)
+		logf.FromContext(ctx).Info("Released finalizer without its cleanup", "finalizer", e.name, "object", klog.KObj(obj), "cause", cause, "reason", res.Reason)
 		releases.WithLabelValues(e.name, cause).Inc()
 	}
 	if deletedAt != nil {
@@ -415,7 +416,7 @@ func (f *Finalizers) removeIf(ctx context.Context, obj client.Object, e *entry, 
 	f.mu.Lock()
 	delete(f.attempts, inProgressKey{finalizer: e.name, uid: uid})
 	f.mu.Unlock()
-	log.V(2).Info("Removed finalizer", "outcome", outcome)
+	logf.FromContext(ctx).V(2).Info("Removed finalizer", "finalizer", e.name, "object", klog.KObj(obj), "outcome", outcome)
 	return true, nil
 }
 
