@@ -32,6 +32,7 @@ var (
 		TeardownDeclared: {150, 195, 230, 255},
 		BaselineDefault:  {230, 130, 30, 255},
 		BaselineTuned:    {245, 185, 110, 255},
+		TeardownBefore:   {170, 170, 170, 255},
 	}
 )
 

@@ -25,6 +25,10 @@ const (
 	BaselineTuned    = "baseline-tuned"
 )
 
+// TeardownBefore is the teardown-controller of an earlier commit, measured
+// for memory beside the current one (bench -rss-before).
+const TeardownBefore = "teardown-before"
+
 // Scenarios lists every scenario in display order.
 var Scenarios = []string{Raw, Teardown, TeardownWebhook, TeardownDeclared, BaselineDefault, BaselineTuned}
 
@@ -79,6 +83,8 @@ type Settings struct {
 	// Experiments: extra environment and flags of the controllers.
 	ChildEnv     []string `json:"childEnv,omitempty"`
 	TeardownArgs []string `json:"teardownArgs,omitempty"`
+	// RSSBefore is the checkout measured as TeardownBefore, with its commit.
+	RSSBefore string `json:"rssBefore,omitempty"`
 }
 
 // Run is one scenario at one N.

@@ -22,6 +22,7 @@ import (
 
 	"github.com/teardown-dev/teardown/bench/apimetrics"
 	"github.com/teardown-dev/teardown/bench/debugserver"
+	"github.com/teardown-dev/teardown/bench/report"
 )
 
 // child is a controller under benchmark, in its own process so that its
@@ -37,18 +38,49 @@ type child struct {
 
 // buildChildren builds the controllers under benchmark into dir.
 func buildChildren(ctx context.Context, dir string) error {
-	goTool := os.Getenv("GO")
-	if goTool == "" {
-		goTool = "go"
-	}
 	for _, pkg := range []string{"teardown", "baseline"} {
-		cmd := exec.CommandContext(ctx, goTool, "build", "-o", filepath.Join(dir, pkg), "./bench/cmd/"+pkg)
+		cmd := exec.CommandContext(ctx, goTool(), "build", "-o", filepath.Join(dir, pkg), "./bench/cmd/"+pkg)
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 		if err := cmd.Run(); err != nil {
 			return fmt.Errorf("building bench/cmd/%s: %w", pkg, err)
 		}
 	}
 	return nil
+}
+
+// buildBefore builds the teardown-controller of the checkout in dir into
+// bin/teardown-before.
+func buildBefore(ctx context.Context, dir, bin string) error {
+	out, err := filepath.Abs(filepath.Join(bin, report.TeardownBefore))
+	if err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, goTool(), "build", "-o", out, "./bench/cmd/teardown")
+	cmd.Dir = dir
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("building bench/cmd/teardown in %s: %w", dir, err)
+	}
+	return nil
+}
+
+// describeCheckout names dir and its commit, for the results.
+func describeCheckout(dir string) string {
+	if dir == "" {
+		return ""
+	}
+	commit, err := exec.Command("git", "-C", dir, "log", "-1", "--format=%h %s").Output()
+	if err != nil {
+		return dir
+	}
+	return dir + " at " + strings.TrimSpace(string(commit))
+}
+
+func goTool() string {
+	if tool := os.Getenv("GO"); tool != "" {
+		return tool
+	}
+	return "go"
 }
 
 // startChild starts bin with the admin kubeconfig and args, logging to

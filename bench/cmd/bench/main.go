@@ -66,6 +66,7 @@ type options struct {
 	childEnv        []string
 	teardownArgs    []string
 	rssControllers  []string
+	rssBefore       string
 	runs            int
 }
 
@@ -87,6 +88,7 @@ func main() {
 	flag.IntVar(&o.rssObjects, "rss-objects", 20000, "Guarded ConfigMaps for the memory measurement.")
 	flag.IntVar(&o.rssDataBytes, "rss-data-bytes", 4096, "Bytes of data in each ConfigMap of the memory measurement.")
 	flag.DurationVar(&o.rssSettle, "rss-settle", 15*time.Second, "Idle time before RSS is read.")
+	flag.StringVar(&o.rssBefore, "rss-before", "", "A checkout of an earlier commit (git worktree add DIR COMMIT) whose teardown-controller is measured too, as "+report.TeardownBefore+", for a before/after of memory in one run.")
 	flag.BoolVar(&o.profile, "profile", false, "Record a CPU profile of each controller's delete phase into <out>/profiles.")
 	flag.StringVar(&o.out, "out", "_out/bench", "Folder for results, logs and profiles.")
 	flag.BoolVar(&o.failOnMiss, "fail-on-miss", true, "Exit 1 when a target is missed.")
@@ -199,12 +201,18 @@ func run(o options) (missed bool, err error) {
 	if err := buildChildren(ctx, b.bin); err != nil {
 		return false, err
 	}
+	if o.rssBefore != "" {
+		if err := buildBefore(ctx, o.rssBefore, b.bin); err != nil {
+			return false, err
+		}
+		o.rssControllers = append([]string{report.TeardownBefore}, o.rssControllers...)
+	}
 	started := time.Now()
 	b.res = &report.Results{Started: started.UTC(), Machine: machine(), Settings: report.Settings{
 		Ns: o.ns, Runs: max(1, o.runs), DataBytes: o.dataBytes, DriverWorkers: o.driverWorkers, RawConcurrency: o.rawConcurrency,
 		TeardownWorkers: o.teardownWorkers, TunedWorkers: o.tunedWorkers, TunedQPS: o.tunedQPS,
 		RSSObjects: o.rssObjects, RSSDataBytes: o.rssDataBytes, RSSSettle: o.rssSettle.String(),
-		ChildEnv: o.childEnv, TeardownArgs: o.teardownArgs,
+		ChildEnv: o.childEnv, TeardownArgs: o.teardownArgs, RSSBefore: describeCheckout(o.rssBefore),
 		ClientRateLimitNote: "teardown and baseline-default use ctrl.GetConfigOrDie(), which in controller-runtime v0.24 turns client-side rate limiting off (QPS -1): the settings a kubebuilder-generated main.go and cmd/teardown-controller run with; baseline-tuned sets QPS and burst explicitly and raises MaxConcurrentReconciles",
 	}}
 

@@ -457,12 +457,13 @@ func (b *bench) rss(ctx context.Context, controller string) (report.RSS, error) 
 	var c *child
 	var err error
 	key := policyKey(ns)
-	switch controller {
-	case report.Teardown:
+	teardown := controller == report.Teardown || controller == report.TeardownBefore
+	switch {
+	case teardown:
 		if err := b.createPolicy(ctx, ns, false, false); err != nil {
 			return m, err
 		}
-		c, err = b.startChild("rss-"+controller, teardownQueues, filepath.Join(b.bin, "teardown"), b.teardownFlags()...)
+		c, err = b.startChild("rss-"+controller, teardownQueues, filepath.Join(b.bin, controller), b.teardownFlags()...)
 	default:
 		key = baselineKey
 		c, err = b.startChild("rss-"+controller, "configmap", filepath.Join(b.bin, "baseline"),
@@ -474,7 +475,7 @@ func (b *bench) rss(ctx context.Context, controller string) (report.RSS, error) 
 		return m, err
 	}
 	defer c.stop()
-	if controller == report.Teardown {
+	if teardown {
 		defer b.deletePolicy(ctx, ns)
 		if err := b.waitPolicyReady(ctx, ns); err != nil {
 			return m, err
