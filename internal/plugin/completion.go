@@ -7,6 +7,7 @@ package plugin
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -67,7 +68,7 @@ func completeTypes(flags *genericclioptions.ConfigFlags, prefix string) []string
 			continue
 		}
 		for _, r := range l.APIResources {
-			if strings.Contains(r.Name, "/") || !containsString(r.Verbs, "get") {
+			if strings.Contains(r.Name, "/") || !slices.Contains(r.Verbs, "get") {
 				continue
 			}
 			name := r.Name
@@ -96,7 +97,7 @@ func completeNames(flags *genericclioptions.ConfigFlags, typ, prefix string) []s
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), completionTimeout)
 	defer cancel()
-	r := c.meta.Resource(t.GVR)
+	r := c.Metadata().Resource(t.GVR)
 	var l *metav1.PartialObjectMetadataList
 	if t.Namespaced {
 		l, err = r.Namespace(t.Namespace).List(ctx, metav1.ListOptions{})

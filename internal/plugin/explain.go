@@ -12,6 +12,8 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/teardown-dev/teardown/internal/diagnose"
 )
 
 // ExplainOptions is `kubectl teardown explain`.
@@ -30,7 +32,7 @@ type ExplainOptions struct {
 	args      []string
 	typ, name string
 	cluster   *cluster
-	target    target
+	target    diagnose.Target
 	// Now is the clock; tests pin it.
 	Now func() time.Time
 }
@@ -64,7 +66,7 @@ TYPE is a resource, a short name, a kind or resource.group, as with kubectl get.
 		},
 	}
 	o.Output.addFlags(cmd, "a tree", false)
-	cmd.Flags().DurationVar(&o.GCStallAfter, "gc-stall-after", gcGrace, "how long the garbage collector may leave a foregroundDeletion or orphan finalizer with nothing to do, or a foreground owner's dependents undeleted, before it is reported as not progressing")
+	cmd.Flags().DurationVar(&o.GCStallAfter, "gc-stall-after", diagnose.DefaultGCStallAfter, "how long the garbage collector may leave a foregroundDeletion or orphan finalizer with nothing to do, or a foreground owner's dependents undeleted, before it is reported as not progressing")
 	return cmd
 }
 
@@ -97,9 +99,8 @@ func (o *ExplainOptions) Run(ctx context.Context) error {
 	if o.target, err = o.cluster.resolve(o.typ, o.name); err != nil {
 		return err
 	}
-	ex := newExplainer(o.cluster, o.Now())
-	ex.gcStallAfter = o.GCStallAfter
-	rep, err := ex.explain(ctx, o.target)
+	ex := diagnose.NewExplainer(o.cluster.Cluster, o.Now()).WithGCStallAfter(o.GCStallAfter)
+	rep, err := ex.Explain(ctx, o.target)
 	if err != nil {
 		return err
 	}
@@ -112,7 +113,7 @@ func (o *ExplainOptions) Run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		renderReport(o.Out, rep, palette{on: color})
+		diagnose.RenderReport(o.Out, rep, diagnose.Palette{On: color})
 	}
 	if rep.Blocked {
 		return errBlocked

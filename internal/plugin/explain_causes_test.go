@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	"github.com/teardown-dev/teardown/internal/diagnose"
 	"github.com/teardown-dev/teardown/internal/testenv"
 )
 
@@ -66,15 +67,15 @@ func TestExplainOwnerLacksRBAC(t *testing.T) {
 		t.Fatalf("explain: exit %d, want %d\n%s%s", r.code, ExitBlocked, r.out, r.err)
 	}
 	onlyReads(t, log)
-	rep := &Report{}
+	rep := &diagnose.Report{}
 	if err := json.Unmarshal([]byte(r.out), rep); err != nil {
 		t.Fatal(err)
 	}
-	f := findFinding(rep, CauseOwnerLacksRBAC, "gadget")
-	if f == nil || f.Catalog != "B4" || f.Severity != SeverityBlocker {
+	f := findFinding(rep, diagnose.CauseOwnerLacksRBAC, "gadget")
+	if f == nil || f.Catalog != "B4" || f.Severity != diagnose.SeverityBlocker {
 		t.Fatalf("no OwnerLacksRBAC blocker: %+v", rep.Findings)
 	}
-	if f.Owner == nil || f.Owner.State != OwnerAlive || f.Owner.ServiceAccount != ops+"/gadget-operator" {
+	if f.Owner == nil || f.Owner.State != diagnose.OwnerAlive || f.Owner.ServiceAccount != ops+"/gadget-operator" {
 		t.Errorf("owner = %+v, want the running gadget-operator and its ServiceAccount", f.Owner)
 	}
 	if !contains(f.Message, "may not patch or update configmaps "+ns+"/gadget") {
@@ -84,14 +85,14 @@ func TestExplainOwnerLacksRBAC(t *testing.T) {
 	if f.FixOwner != "operator packaging (its RBAC); cluster admin" || !contains(f.Leaks, "gadget-operator") {
 		t.Errorf("fix owner %q, leaks %q", f.FixOwner, f.Leaks)
 	}
-	if !isRoot(rep, CauseOwnerLacksRBAC, "gadget") {
+	if !isRoot(rep, diagnose.CauseOwnerLacksRBAC, "gadget") {
 		t.Errorf("root blockers = %+v", rep.RootBlockers)
 	}
 
 	// A user who may not ask the authorizer gets no B4 guess either way.
 	ro := readOnlyKubeconfig(t)
 	reader := cli(t, ro, nil, "explain", "configmap/gadget", "-n", ns, "-o", "json")
-	if strings.Contains(reader.out, CauseOwnerLacksRBAC) || !strings.Contains(reader.out, CauseCleanupInProgress) {
+	if strings.Contains(reader.out, diagnose.CauseOwnerLacksRBAC) || !strings.Contains(reader.out, diagnose.CauseCleanupInProgress) {
 		t.Errorf("read-only user: exit %d\n%s%s", reader.code, reader.out, reader.err)
 	}
 
@@ -107,8 +108,8 @@ func TestExplainOwnerLacksRBAC(t *testing.T) {
 	if _, err := cs.RbacV1().RoleBindings(ns).Create(t.Context(), binding, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	rep, f = explainUntil(t, 30*time.Second, CauseCleanupInProgress, "gadget", "configmap/gadget", "-n", ns)
-	if rep.Blocked || findFinding(rep, CauseOwnerLacksRBAC, "") != nil {
+	rep, f = explainUntil(t, 30*time.Second, diagnose.CauseCleanupInProgress, "gadget", "configmap/gadget", "-n", ns)
+	if rep.Blocked || findFinding(rep, diagnose.CauseOwnerLacksRBAC, "") != nil {
 		t.Errorf("still blocked once granted: %+v", rep.Findings)
 	}
 	if f.Owner == nil || !contains(strings.Join(f.Owner.Evidence, "\n"), "SubjectAccessReview: ServiceAccount "+ops+"/gadget-operator may patch configmaps") {
@@ -164,18 +165,18 @@ func TestExplainLoadBalancerCleanup(t *testing.T) {
 	}
 
 	rep := explainJSON(t, "service/shop-lb", "-n", ns)
-	f := findFinding(rep, CauseLoadBalancerCleanup, "shop-lb")
-	if f == nil || f.Catalog != "C7" || f.Severity != SeverityBlocker {
+	f := findFinding(rep, diagnose.CauseLoadBalancerCleanup, "shop-lb")
+	if f == nil || f.Catalog != "C7" || f.Severity != diagnose.SeverityBlocker {
 		t.Fatalf("no C7 blocker: %+v", rep.Findings)
 	}
-	if f.Owner == nil || f.Owner.State != OwnerMissing || !contains(f.Message, "no cloud-controller-manager workload or Lease was found") {
+	if f.Owner == nil || f.Owner.State != diagnose.OwnerMissing || !contains(f.Message, "no cloud-controller-manager workload or Lease was found") {
 		t.Errorf("owner %+v, message %q", f.Owner, f.Message)
 	}
 	assertRemedy(t, f, "fix the cloud-controller-manager")
 	if !contains(f.Leaks, "the cloud load balancer (203.0.113.10)") || !contains(f.FixOwner, "cloud admin") {
 		t.Errorf("leaks %q, fix owner %q", f.Leaks, f.FixOwner)
 	}
-	if !isRoot(rep, CauseLoadBalancerCleanup, "shop-lb") {
+	if !isRoot(rep, diagnose.CauseLoadBalancerCleanup, "shop-lb") {
 		t.Errorf("root blockers = %+v", rep.RootBlockers)
 	}
 
@@ -188,15 +189,15 @@ func TestExplainLoadBalancerCleanup(t *testing.T) {
 	warningEvent(t, corev1.ObjectReference{APIVersion: "v1", Kind: "Service", Namespace: ns, Name: "shop-lb", UID: got.UID},
 		"ipallocator-repair-controller", "ClusterIPNotAllocated", "Cluster IP [IPv4]: 10.0.0.202 is not allocated; repairing")
 	rep = explainJSON(t, "service/shop-lb", "-n", ns)
-	if f := findFinding(rep, CauseLoadBalancerCleanup, "shop-lb"); f == nil || f.Severity != SeverityWaiting || f.Owner.State != OwnerAlive || rep.Blocked {
+	if f := findFinding(rep, diagnose.CauseLoadBalancerCleanup, "shop-lb"); f == nil || f.Severity != diagnose.SeverityWaiting || f.Owner.State != diagnose.OwnerAlive || rep.Blocked {
 		t.Fatalf("with a live cloud-controller-manager: %+v", rep.Findings)
 	}
 	// It runs but the cloud refuses: the warning events say why.
 	warningEvent(t, corev1.ObjectReference{APIVersion: "v1", Kind: "Service", Namespace: ns, Name: "shop-lb", UID: got.UID},
 		"service-controller", "DeletingLoadBalancerFailed", "Error deleting load balancer: AccessDenied: elasticloadbalancing:DeleteLoadBalancer")
 	rep = explainJSON(t, "service/shop-lb", "-n", ns)
-	f = findFinding(rep, CauseLoadBalancerCleanup, "shop-lb")
-	if f == nil || f.Severity != SeverityBlocker || !contains(f.Message, "DeletingLoadBalancerFailed: Error deleting load balancer: AccessDenied") {
+	f = findFinding(rep, diagnose.CauseLoadBalancerCleanup, "shop-lb")
+	if f == nil || f.Severity != diagnose.SeverityBlocker || !contains(f.Message, "DeletingLoadBalancerFailed: Error deleting load balancer: AccessDenied") {
 		t.Fatalf("the cloud error is not reported: %+v", f)
 	}
 }
@@ -235,11 +236,11 @@ func TestExplainJobTrackingFinalizer(t *testing.T) {
 	}
 
 	rep := explainJSON(t, "pod/"+pod.Name, "-n", ns)
-	f := findFinding(rep, CauseJobTrackingPending, pod.Name)
-	if f == nil || f.Catalog != "C8" || f.Severity != SeverityBlocker || !contains(f.Message, "has never synced Job report") {
+	f := findFinding(rep, diagnose.CauseJobTrackingPending, pod.Name)
+	if f == nil || f.Catalog != "C8" || f.Severity != diagnose.SeverityBlocker || !contains(f.Message, "has never synced Job report") {
 		t.Fatalf("no C8 blocker: %+v", rep.Findings)
 	}
-	if f.Owner == nil || f.Owner.State != OwnerDown {
+	if f.Owner == nil || f.Owner.State != diagnose.OwnerDown {
 		t.Errorf("owner = %+v, want the Job controller, down", f.Owner)
 	}
 	assertRemedy(t, f, "kubectl teardown release pod/"+pod.Name+" -n "+ns+" --finalizer batch.kubernetes.io/job-tracking")
@@ -248,7 +249,7 @@ func TestExplainJobTrackingFinalizer(t *testing.T) {
 	}
 	// A finished pod waits on nobody but its finalizer: no node finding
 	// although its node does not exist.
-	if !isRoot(rep, CauseJobTrackingPending, pod.Name) || findFinding(rep, CausePodOnMissingNode, "") != nil {
+	if !isRoot(rep, diagnose.CauseJobTrackingPending, pod.Name) || findFinding(rep, diagnose.CausePodOnMissingNode, "") != nil {
 		t.Errorf("root blockers = %+v", rep.RootBlockers)
 	}
 
@@ -261,8 +262,8 @@ func TestExplainJobTrackingFinalizer(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep = explainJSON(t, "pod/"+pod.Name, "-n", ns)
-	f = findFinding(rep, CauseJobTrackingPending, pod.Name)
-	if f == nil || f.Severity != SeverityWaiting || !contains(f.Message, "has counted the pod") || rep.Blocked {
+	f = findFinding(rep, diagnose.CauseJobTrackingPending, pod.Name)
+	if f == nil || f.Severity != diagnose.SeverityWaiting || !contains(f.Message, "has counted the pod") || rep.Blocked {
 		t.Errorf("a counted pod is not waiting: %+v", rep.Findings)
 	}
 }
@@ -299,17 +300,17 @@ func TestExplainServiceCIDRInUse(t *testing.T) {
 	}
 
 	rep := explainJSON(t, "servicecidr/"+name)
-	f := findFinding(rep, CauseServiceCIDRInUse, name)
-	if f == nil || f.Catalog != "C10" || f.Severity != SeverityBlocker || !contains(f.Message, "1 IP address(es) in 10.123.0.0/24") {
+	f := findFinding(rep, diagnose.CauseServiceCIDRInUse, name)
+	if f == nil || f.Catalog != "C10" || f.Severity != diagnose.SeverityBlocker || !contains(f.Message, "1 IP address(es) in 10.123.0.0/24") {
 		t.Fatalf("no C10 blocker: %+v", rep.Findings)
 	}
-	ip := findFinding(rep, CauseIPAddressAllocated, "10.123.0.10")
+	ip := findFinding(rep, diagnose.CauseIPAddressAllocated, "10.123.0.10")
 	if ip == nil || !contains(ip.Message, "Service "+ns+"/legacy") {
 		t.Fatalf("the Service's address is not named: %+v", rep.Findings)
 	}
 	assertRemedy(t, ip, "kubectl delete service legacy -n "+ns)
 	assertRemedy(t, f, "add a ServiceCIDR that covers them")
-	if !contains(f.Leaks, "no ServiceCIDR covers") || !isRoot(rep, CauseIPAddressAllocated, "10.123.0.10") {
+	if !contains(f.Leaks, "no ServiceCIDR covers") || !isRoot(rep, diagnose.CauseIPAddressAllocated, "10.123.0.10") {
 		t.Errorf("leaks %q, roots %+v", f.Leaks, rep.RootBlockers)
 	}
 
@@ -323,7 +324,7 @@ func TestExplainServiceCIDRInUse(t *testing.T) {
 		return ignoreNotFound(err) == nil && err != nil, nil
 	})
 	rep = explainJSON(t, "servicecidr/"+name)
-	if f := findFinding(rep, CauseServiceCIDRInUse, name); f == nil || f.Severity != SeverityWaiting || len(f.Children) != 0 {
+	if f := findFinding(rep, diagnose.CauseServiceCIDRInUse, name); f == nil || f.Severity != diagnose.SeverityWaiting || len(f.Children) != 0 {
 		t.Errorf("with no address left: %+v", rep.Findings)
 	}
 }
@@ -353,16 +354,16 @@ func TestExplainVolumeAttributesClassInUse(t *testing.T) {
 	}
 
 	rep := explainJSON(t, "volumeattributesclass/"+name)
-	f := findFinding(rep, CauseVACInUse, name)
-	if f == nil || f.Catalog != "C11" || f.Severity != SeverityBlocker || !contains(f.Message, "1 claim(s) or volume(s) still use") {
+	f := findFinding(rep, diagnose.CauseVACInUse, name)
+	if f == nil || f.Catalog != "C11" || f.Severity != diagnose.SeverityBlocker || !contains(f.Message, "1 claim(s) or volume(s) still use") {
 		t.Fatalf("no C11 blocker: %+v", rep.Findings)
 	}
 	assertRemedy(t, f, "point the PVCs and PVs that still reference the VolumeAttributesClass at another class")
 	if !contains(f.Leaks, "a class that no longer exists") {
 		t.Errorf("leaks = %q", f.Leaks)
 	}
-	claim := findFinding(rep, CauseVACInUse, "db-data")
-	if claim == nil || !contains(claim.Message, "spec.volumeAttributesClassName") || !isRoot(rep, CauseVACInUse, "db-data") {
+	claim := findFinding(rep, diagnose.CauseVACInUse, "db-data")
+	if claim == nil || !contains(claim.Message, "spec.volumeAttributesClassName") || !isRoot(rep, diagnose.CauseVACInUse, "db-data") {
 		t.Fatalf("the claim is not the root blocker: %+v", rep.RootBlockers)
 	}
 	assertRemedy(t, claim, "kubectl patch pvc db-data -n "+ns)
@@ -380,7 +381,7 @@ func TestExplainVolumeAttributesClassInUse(t *testing.T) {
 		return ignoreNotFound(err) == nil && err != nil, nil
 	})
 	rep = explainJSON(t, "volumeattributesclass/"+name)
-	if f := findFinding(rep, CauseVACInUse, name); f == nil || f.Severity != SeverityWaiting || len(f.Children) != 0 {
+	if f := findFinding(rep, diagnose.CauseVACInUse, name); f == nil || f.Severity != diagnose.SeverityWaiting || len(f.Children) != 0 {
 		t.Errorf("with no claim left: %+v", rep.Findings)
 	}
 }
@@ -418,15 +419,15 @@ func TestExplainNodeFinalizer(t *testing.T) {
 	}
 
 	rep := explainJSON(t, "node/"+node)
-	f := findFinding(rep, CauseNodeDrainBlocked, node)
-	if f == nil || f.Catalog != "D5" || f.Severity != SeverityBlocker || f.Owner == nil || f.Owner.Component != "Karpenter" || f.Owner.State != OwnerAlive {
+	f := findFinding(rep, diagnose.CauseNodeDrainBlocked, node)
+	if f == nil || f.Catalog != "D5" || f.Severity != diagnose.SeverityBlocker || f.Owner == nil || f.Owner.Component != "Karpenter" || f.Owner.State != diagnose.OwnerAlive {
 		t.Fatalf("no D5 blocker with Karpenter alive: %+v", rep.Findings)
 	}
 	if !contains(f.Leaks, "the cloud instance") {
 		t.Errorf("leaks = %q", f.Leaks)
 	}
-	b := findFinding(rep, CauseDrainBlockedByPDB, "db")
-	if b == nil || !contains(b.Message, "covers pod(s) db-0") || !isRoot(rep, CauseDrainBlockedByPDB, "db") {
+	b := findFinding(rep, diagnose.CauseDrainBlockedByPDB, "db")
+	if b == nil || !contains(b.Message, "covers pod(s) db-0") || !isRoot(rep, diagnose.CauseDrainBlockedByPDB, "db") {
 		t.Fatalf("the budget is not the root blocker: %+v", rep.RootBlockers)
 	}
 	assertRemedy(t, b, "scale the workload up")
@@ -436,12 +437,12 @@ func TestExplainNodeFinalizer(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep = explainJSON(t, "node/"+node)
-	f = findFinding(rep, CauseOwnerGone, node)
-	if f == nil || f.Catalog != "B1" || !contains(f.Message, "1 pod(s) still run on the node") || !isRoot(rep, CauseOwnerGone, node) {
+	f = findFinding(rep, diagnose.CauseOwnerGone, node)
+	if f == nil || f.Catalog != "B1" || !contains(f.Message, "1 pod(s) still run on the node") || !isRoot(rep, diagnose.CauseOwnerGone, node) {
 		t.Fatalf("Karpenter gone is not the root blocker: %+v", rep.Findings)
 	}
 	assertRemedy(t, f, "reinstall or restart Karpenter")
-	if b := findFinding(rep, CauseDrainBlockedByPDB, "db"); b == nil || b.Severity != SeverityWarning {
+	if b := findFinding(rep, diagnose.CauseDrainBlockedByPDB, "db"); b == nil || b.Severity != diagnose.SeverityWarning {
 		t.Errorf("the budget should be a warning while Karpenter is gone: %+v", b)
 	}
 }
@@ -496,16 +497,16 @@ func TestExplainCloneInProgress(t *testing.T) {
 	}
 
 	rep := explainJSON(t, "pvc/golden", "-n", ns)
-	f := findFinding(rep, CauseCloneInProgress, "golden")
-	if f == nil || f.Catalog != "C6" || f.Severity != SeverityBlocker || f.Owner == nil || f.Owner.State != OwnerAlive {
+	f := findFinding(rep, diagnose.CauseCloneInProgress, "golden")
+	if f == nil || f.Catalog != "C6" || f.Severity != diagnose.SeverityBlocker || f.Owner == nil || f.Owner.State != diagnose.OwnerAlive {
 		t.Fatalf("no C6 blocker with a running provisioner: %+v", rep.Findings)
 	}
 	if f.Owner.Workload == nil || f.Owner.Workload.Name != "hostpath-csi-controller" {
 		t.Errorf("the provisioner was not found by its sidecar container: %+v", f.Owner)
 	}
 	assertRemedy(t, f, "finish or delete the clone claims")
-	clone := findFinding(rep, CauseCloneInProgress, "golden-copy")
-	if clone == nil || !contains(clone.Message, "is still Pending") || !isRoot(rep, CauseCloneInProgress, "golden-copy") {
+	clone := findFinding(rep, diagnose.CauseCloneInProgress, "golden-copy")
+	if clone == nil || !contains(clone.Message, "is still Pending") || !isRoot(rep, diagnose.CauseCloneInProgress, "golden-copy") {
 		t.Fatalf("the Pending clone is not the root blocker: %+v", rep.RootBlockers)
 	}
 	assertRemedy(t, clone, "kubectl delete pvc golden-copy -n "+ns)
@@ -540,8 +541,8 @@ func TestExplainVolumeDetachBlocked(t *testing.T) {
 	}
 
 	rep := explainJSON(t, "volumeattachment/"+name)
-	f := findFinding(rep, CauseVolumeDetachBlocked, name)
-	if f == nil || f.Catalog != "C4" || f.Severity != SeverityBlocker || f.Owner == nil || f.Owner.State != OwnerAlive || f.Owner.Component != "CSI external-attacher" {
+	f := findFinding(rep, diagnose.CauseVolumeDetachBlocked, name)
+	if f == nil || f.Catalog != "C4" || f.Severity != diagnose.SeverityBlocker || f.Owner == nil || f.Owner.State != diagnose.OwnerAlive || f.Owner.Component != "CSI external-attacher" {
 		t.Fatalf("no C4 blocker with a running attacher: %+v", rep.Findings)
 	}
 	if len(f.Children) != 1 || !contains(f.Children[0].Message, "Ready=Unknown") || !f.Children[0].Root {
@@ -588,15 +589,15 @@ func TestExplainResourceClaimInUse(t *testing.T) {
 	}
 
 	rep := explainJSON(t, "resourceclaim/gpu", "-n", ns)
-	f := findFinding(rep, CauseResourceClaimInUse, "gpu")
-	if f == nil || f.Catalog != "C12" || f.Severity != SeverityBlocker || !contains(f.Message, "allocated gpu.teardown.test/"+node+"/gpu-0") {
+	f := findFinding(rep, diagnose.CauseResourceClaimInUse, "gpu")
+	if f == nil || f.Catalog != "C12" || f.Severity != diagnose.SeverityBlocker || !contains(f.Message, "allocated gpu.teardown.test/"+node+"/gpu-0") {
 		t.Fatalf("no C12 blocker: %+v", rep.Findings)
 	}
 	if !contains(f.Leaks, "devices still allocated") {
 		t.Errorf("leaks = %q", f.Leaks)
 	}
-	p := findFinding(rep, CauseResourceClaimInUse, "trainer")
-	if p == nil || !isRoot(rep, CauseResourceClaimInUse, "trainer") {
+	p := findFinding(rep, diagnose.CauseResourceClaimInUse, "trainer")
+	if p == nil || !isRoot(rep, diagnose.CauseResourceClaimInUse, "trainer") {
 		t.Fatalf("the pod is not the root blocker: %+v", rep.RootBlockers)
 	}
 	assertRemedy(t, p, "kubectl delete pod trainer -n "+ns)
@@ -609,7 +610,7 @@ func TestExplainResourceClaimInUse(t *testing.T) {
 		return ignoreNotFound(err) == nil && err != nil, nil
 	})
 	rep = explainJSON(t, "resourceclaim/gpu", "-n", ns)
-	if f := findFinding(rep, CauseResourceClaimInUse, "gpu"); f == nil || f.Severity != SeverityWaiting || !contains(f.Message, "drops the 1 reservation(s)") {
+	if f := findFinding(rep, diagnose.CauseResourceClaimInUse, "gpu"); f == nil || f.Severity != diagnose.SeverityWaiting || !contains(f.Message, "drops the 1 reservation(s)") {
 		t.Errorf("with the pod gone: %+v", rep.Findings)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
 
+	"github.com/teardown-dev/teardown/internal/diagnose"
 	"github.com/teardown-dev/teardown/internal/testenv"
 )
 
@@ -33,12 +34,12 @@ func TestExplainAPIServiceUnavailable(t *testing.T) {
 	ns := newNamespace(t)
 	deleteNamespace(t, ns)
 	namespaceCondition(t, ns, "NamespaceDeletionDiscoveryFailure")
-	rep, f := explainUntil(t, 30*time.Second, CauseAPIServiceUnavailable, api, "namespace/"+ns)
+	rep, f := explainUntil(t, 30*time.Second, diagnose.CauseAPIServiceUnavailable, api, "namespace/"+ns)
 	assertRemedy(t, f, "kubectl delete apiservice "+api)
-	if findFinding(rep, CauseDiscoveryFailed, ns) == nil {
+	if findFinding(rep, diagnose.CauseDiscoveryFailed, ns) == nil {
 		t.Errorf("no DiscoveryFailed finding for the namespace condition")
 	}
-	if !isRoot(rep, CauseAPIServiceUnavailable, api) {
+	if !isRoot(rep, diagnose.CauseAPIServiceUnavailable, api) {
 		t.Errorf("the APIService is not a root blocker: %+v", rep.RootBlockers)
 	}
 }
@@ -50,7 +51,7 @@ func TestExplainAPIServiceBackendInNamespace(t *testing.T) {
 	emptyService(t, ns, "metrics-api")
 	api := apiService(t, "metrics-a2.teardown.test", ns, "metrics-api")
 	deleteNamespace(t, ns)
-	_, f := explainUntil(t, 60*time.Second, CauseAPIServiceBackendInNamespace, api, "namespace/"+ns)
+	_, f := explainUntil(t, 60*time.Second, diagnose.CauseAPIServiceBackendInNamespace, api, "namespace/"+ns)
 	assertRemedy(t, f, "delete the APIService")
 	if f.Catalog != "A2" {
 		t.Errorf("catalog = %q, want A2", f.Catalog)
@@ -67,9 +68,9 @@ func TestExplainWebhookBlocksDelete(t *testing.T) {
 		&metav1.LabelSelector{MatchLabels: map[string]string{"teardown-test": ns}}, nil)
 	deleteNamespace(t, ns)
 	namespaceCondition(t, ns, "NamespaceDeletionContentFailure")
-	rep, f := explainUntil(t, 30*time.Second, CauseWebhookBlocksDelete, "dead-delete-hook", "namespace/"+ns)
+	rep, f := explainUntil(t, 30*time.Second, diagnose.CauseWebhookBlocksDelete, "dead-delete-hook", "namespace/"+ns)
 	assertRemedy(t, f, "validatingwebhookconfiguration dead-delete-hook")
-	if findFinding(rep, CauseContentDeletionFailed, ns) == nil {
+	if findFinding(rep, diagnose.CauseContentDeletionFailed, ns) == nil {
 		t.Errorf("no ContentDeletionFailed finding")
 	}
 }
@@ -84,12 +85,12 @@ func TestExplainContentRemaining(t *testing.T) {
 	boundPod(t, ns, "web-0", node, nil)
 	configMap(t, ns, "held", "kubectl-create", []string{"example.com/held"})
 	deleteNamespace(t, ns)
-	rep, pod := explainUntil(t, 60*time.Second, CausePodOnNotReadyNode, "web-0", "namespace/"+ns)
+	rep, pod := explainUntil(t, 60*time.Second, diagnose.CausePodOnNotReadyNode, "web-0", "namespace/"+ns)
 	assertRemedy(t, pod, "node.kubernetes.io/out-of-service")
-	if f := findFinding(rep, CauseContentWithoutFinalizers, "web-0"); f == nil || f.Catalog != "A7" {
+	if f := findFinding(rep, diagnose.CauseContentWithoutFinalizers, "web-0"); f == nil || f.Catalog != "A7" {
 		t.Errorf("the pod is not reported as content remaining without finalizers: %+v", f)
 	}
-	if !isRoot(rep, CausePodOnNotReadyNode, "web-0") {
+	if !isRoot(rep, diagnose.CausePodOnNotReadyNode, "web-0") {
 		t.Errorf("the pod on the NotReady node is not a root blocker: %+v", rep.RootBlockers)
 	}
 	// Once the pod is gone, the rest of the content is deleted and the
@@ -98,11 +99,11 @@ func TestExplainContentRemaining(t *testing.T) {
 		t.Fatal(err)
 	}
 	namespaceCondition(t, ns, "NamespaceFinalizersRemaining")
-	rep, cm := explainUntil(t, 60*time.Second, CauseContentWithFinalizers, "held", "namespace/"+ns)
+	rep, cm := explainUntil(t, 60*time.Second, diagnose.CauseContentWithFinalizers, "held", "namespace/"+ns)
 	if cm.Catalog != "A6" || len(cm.Children) == 0 || cm.Children[0].Finalizer != "example.com/held" {
 		t.Errorf("content with finalizers = %+v", cm)
 	}
-	if !isRoot(rep, CauseOrphanFinalizer, "held") {
+	if !isRoot(rep, diagnose.CauseOrphanFinalizer, "held") {
 		t.Errorf("the ConfigMap's orphan finalizer is not the root blocker: %+v", rep.RootBlockers)
 	}
 }
@@ -117,7 +118,7 @@ func TestExplainOperatorInNamespace(t *testing.T) {
 	configMap(t, ns, "widget-state", "widget-operator", []string{"widgets.teardown.test/cleanup"})
 	deleteConfigMap(t, ns, "widget-state", "")
 	deleteNamespace(t, ns)
-	_, f := explainUntil(t, 60*time.Second, CauseOwnerInTerminatingNamespace, "widget-state", "namespace/"+ns)
+	_, f := explainUntil(t, 60*time.Second, diagnose.CauseOwnerInTerminatingNamespace, "widget-state", "namespace/"+ns)
 	assertRemedy(t, f, "from another namespace")
 	if f.Owner == nil || f.Owner.Manager != "widget-operator" || f.Owner.Workload == nil || f.Owner.Workload.Name != "widget-operator-0" {
 		t.Errorf("owner = %+v, want the widget-operator pod found through managedFields", f.Owner)
@@ -137,11 +138,11 @@ func TestExplainNamespaceMetadataFinalizer(t *testing.T) {
 		return err == nil && len(n.Spec.Finalizers) == 0, err
 	})
 	rep := explainJSON(t, "namespace/"+ns)
-	f := findFinding(rep, CauseOwnerGone, ns)
+	f := findFinding(rep, diagnose.CauseOwnerGone, ns)
 	if f == nil || f.Catalog != "A9" || f.Finalizer != "controller.cattle.io/namespace-auth" || f.Location != "metadata" {
 		t.Fatalf("no A9 finding for the Rancher finalizer: %+v", rep.Findings)
 	}
-	if f.Owner == nil || f.Owner.Component != "Rancher" || f.Owner.State != OwnerMissing {
+	if f.Owner == nil || f.Owner.Component != "Rancher" || f.Owner.State != diagnose.OwnerMissing {
 		t.Errorf("owner = %+v, want Rancher, missing", f.Owner)
 	}
 	assertRemedy(t, f, "rancher-cleanup")
@@ -160,7 +161,7 @@ func TestExplainForeignSpecFinalizer(t *testing.T) {
 		return err == nil && len(n.Spec.Finalizers) == 1, err
 	})
 	rep := explainJSON(t, "namespace/"+ns)
-	f := findFinding(rep, CauseForeignSpecFinalizer, ns)
+	f := findFinding(rep, diagnose.CauseForeignSpecFinalizer, ns)
 	if f == nil || f.Finalizer != "openshift.io/origin" || f.Location != "spec" {
 		t.Fatalf("no ForeignSpecFinalizer finding: %+v", rep.Findings)
 	}
@@ -189,11 +190,11 @@ func TestExplainOwnerGone(t *testing.T) {
 	configMap(t, ns, "bucket", "bucket-operator", []string{"buckets.teardown.test/cleanup"})
 	deleteConfigMap(t, ns, "bucket", "")
 	rep := explainJSON(t, "configmap/bucket", "-n", ns)
-	f := findFinding(rep, CauseOwnerGone, "bucket")
+	f := findFinding(rep, diagnose.CauseOwnerGone, "bucket")
 	if f == nil {
 		t.Fatalf("no FinalizerOwnerGone: %+v", rep.Findings)
 	}
-	if f.Owner.State != OwnerDown || f.Owner.Workload == nil || f.Owner.Workload.Name != "bucket-operator" {
+	if f.Owner.State != diagnose.OwnerDown || f.Owner.Workload == nil || f.Owner.Workload.Name != "bucket-operator" {
 		t.Errorf("owner = %+v, want the bucket-operator Deployment, down", f.Owner)
 	}
 	assertRemedy(t, f, "reinstall or restart bucket-operator")
@@ -220,11 +221,11 @@ func TestExplainRemovalRejected(t *testing.T) {
 	waitRejected(t, ns, "frozen")
 	deleteConfigMap(t, ns, "frozen", "")
 	rep := explainJSON(t, "configmap/frozen", "-n", ns)
-	f := findFinding(rep, CauseRemovalRejected, "frozen")
+	f := findFinding(rep, diagnose.CauseRemovalRejected, "frozen")
 	if f == nil || !contains(f.Message, "frozen by policy") {
 		t.Fatalf("no RemovalRejected with the webhook's message: %+v", rep.Findings)
 	}
-	if !isRoot(rep, CauseRemovalRejected, "frozen") {
+	if !isRoot(rep, diagnose.CauseRemovalRejected, "frozen") {
 		t.Errorf("the rejection is not the root blocker: %+v", rep.RootBlockers)
 	}
 	// release refuses to write what the server would reject.
@@ -241,12 +242,12 @@ func TestExplainOrphanFinalizer(t *testing.T) {
 	configMap(t, ns, "typo", "kubectl-edit", []string{"nobody.teardown.invalid/stale"})
 	deleteConfigMap(t, ns, "typo", "")
 	rep := explainJSON(t, "configmap/typo", "-n", ns)
-	f := findFinding(rep, CauseOrphanFinalizer, "typo")
+	f := findFinding(rep, diagnose.CauseOrphanFinalizer, "typo")
 	if f == nil || f.Catalog != "B5" {
 		t.Fatalf("no OrphanFinalizer: %+v", rep.Findings)
 	}
 	assertRemedy(t, f, "kubectl teardown release configmaps/typo -n "+ns+" --finalizer nobody.teardown.invalid/stale")
-	if !rep.Blocked || !isRoot(rep, CauseOrphanFinalizer, "typo") {
+	if !rep.Blocked || !isRoot(rep, diagnose.CauseOrphanFinalizer, "typo") {
 		t.Errorf("blocked=%v roots=%+v", rep.Blocked, rep.RootBlockers)
 	}
 }
@@ -266,14 +267,14 @@ func TestExplainForegroundChain(t *testing.T) {
 		return err == nil && c.DeletionTimestamp != nil, err
 	})
 	rep := explainJSON(t, "configmap/root", "-n", ns)
-	f := findFinding(rep, CauseForegroundDependents, "root")
+	f := findFinding(rep, diagnose.CauseForegroundDependents, "root")
 	if f == nil || f.Catalog != "E1" {
 		t.Fatalf("no ForegroundWaitingOnDependents: %+v", rep.Findings)
 	}
 	if findFinding(rep, "BlockingDependent", "child") == nil {
 		t.Errorf("the child is not shown as the blocking dependent")
 	}
-	if !isRoot(rep, CauseOrphanFinalizer, "child") {
+	if !isRoot(rep, diagnose.CauseOrphanFinalizer, "child") {
 		t.Errorf("root blockers = %+v, want the child's orphan finalizer", rep.RootBlockers)
 	}
 	assertRemedy(t, f, "propagationPolicy=Background")
@@ -294,7 +295,7 @@ func TestExplainOrphanDependentUnpatchable(t *testing.T) {
 	waitRejected(t, ns, "dependent")
 	deleteConfigMap(t, ns, "owner", metav1.DeletePropagationOrphan)
 	rep := explainJSON(t, "configmap/owner", "-n", ns)
-	f := findFinding(rep, CauseOrphanDependentUnpatchable, "dependent")
+	f := findFinding(rep, diagnose.CauseOrphanDependentUnpatchable, "dependent")
 	if f == nil || f.Catalog != "E3" || !contains(f.Message, "dependents are frozen") {
 		t.Fatalf("no OrphanDependentUnpatchable: %+v", rep.Findings)
 	}
@@ -316,13 +317,13 @@ func TestExplainOwnerReferences(t *testing.T) {
 		cm.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "gone", UID: "00000000-0000-0000-0000-000000000001"}}
 	})
 	rep := explainJSON(t, "configmap/cross", "-n", b)
-	f := findFinding(rep, CauseCrossNamespaceOwnerReference, "cross")
+	f := findFinding(rep, diagnose.CauseCrossNamespaceOwnerReference, "cross")
 	if f == nil || !contains(f.Message, a) {
 		t.Fatalf("no CrossNamespaceOwnerReference naming %s: %+v", a, rep.Findings)
 	}
 	assertRemedy(t, f, "cannot cross namespaces")
 	rep = explainJSON(t, "configmap/dangling", "-n", b)
-	if f := findFinding(rep, CauseDanglingOwnerReference, "dangling"); f == nil {
+	if f := findFinding(rep, diagnose.CauseDanglingOwnerReference, "dangling"); f == nil {
 		t.Fatalf("no DanglingOwnerReference: %+v", rep.Findings)
 	}
 }
@@ -341,7 +342,7 @@ func TestExplainCRDStuckOnInstances(t *testing.T) {
 			"versions": []any{map[string]any{"name": "v1", "served": true, "storage": true,
 				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}},
 	}}
-	if _, err := dyn.Resource(gvrCRD).Create(t.Context(), crd, metav1.CreateOptions{}); err != nil {
+	if _, err := dyn.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}).Create(t.Context(), crd, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	gvr := schema.GroupVersionResource{Group: group, Version: "v1", Resource: "gadgets"}
@@ -354,14 +355,14 @@ func TestExplainCRDStuckOnInstances(t *testing.T) {
 	t.Cleanup(func() {
 		_, _ = dyn.Resource(gvr).Namespace(ns).Patch(context.Background(), "g1", "application/merge-patch+json", []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
 	})
-	if err := dyn.Resource(gvrCRD).Delete(t.Context(), "gadgets."+group, metav1.DeleteOptions{}); err != nil {
+	if err := dyn.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}).Delete(t.Context(), "gadgets."+group, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	rep, f := explainUntil(t, 30*time.Second, CauseCRDInstancesRemain, "gadgets."+group, "crd/gadgets."+group)
+	rep, f := explainUntil(t, 30*time.Second, diagnose.CauseCRDInstancesRemain, "gadgets."+group, "crd/gadgets."+group)
 	if !contains(f.Leaks, "come back when the CRD is reinstalled") || findFinding(rep, "BlockingDependent", "g1") == nil {
 		t.Errorf("CRD finding = %+v", f)
 	}
-	if !isRoot(rep, CauseOwnerUnknown, "g1") && !isRoot(rep, CauseOrphanFinalizer, "g1") {
+	if !isRoot(rep, diagnose.CauseOwnerUnknown, "g1") && !isRoot(rep, diagnose.CauseOrphanFinalizer, "g1") {
 		t.Errorf("root blockers = %+v, want the gadget's finalizer", rep.RootBlockers)
 	}
 	r := cli(t, "", nil, "release", "crd/gadgets."+group, "--finalizer", "customresourcecleanup.apiextensions.k8s.io", "--reason", "test", "--yes", "--audit-log", t.TempDir()+"/a.jsonl")

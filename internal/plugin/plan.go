@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/teardown-dev/teardown/internal/diagnose"
 )
 
 // Propagation policies plan understands (kubectl's --cascade values).
@@ -38,13 +40,13 @@ type PlanOptions struct {
 
 	typ, name string
 	cluster   *cluster
-	target    target
+	target    diagnose.Target
 	Now       func() time.Time
 }
 
 // PlanNode is one object a delete would touch.
 type PlanNode struct {
-	Object ObjectRef `json:"object"`
+	Object diagnose.ObjectRef `json:"object"`
 	// Action: delete (deleted at once), hold (deleted but kept by
 	// finalizers), orphan (kept, its ownerReference removed), keep (another
 	// owner keeps it), terminating (already being deleted).
@@ -142,26 +144,26 @@ func (o *PlanOptions) Run(ctx context.Context) error {
 	if o.target, err = o.cluster.resolve(o.typ, o.name); err != nil {
 		return err
 	}
-	ex := newExplainer(o.cluster, o.Now())
-	obj, err := ex.getObject(ctx, o.target.GVR, o.target.Namespace, o.target.Name)
+	obj, err := o.cluster.GetObject(ctx, o.target.GVR, o.target.Namespace, o.target.Name)
 	if err != nil {
 		return err
 	}
 	scope := obj.GetNamespace()
-	if o.target.isNamespace() {
+	if o.target.IsNamespace() {
 		scope = obj.GetName()
 	}
-	items, _ := o.cluster.listMeta(ctx, ex.getResources(), scope, "", 8)
+	resources, _ := o.cluster.Resources()
+	items, _ := o.cluster.ListMeta(ctx, resources, scope, "", 8)
 	steps := map[string][]string{}
-	for _, p := range ex.getPolicies(ctx) {
+	for _, p := range o.cluster.Policies(ctx) {
 		steps[p.Finalizer] = p.Steps
 	}
-	rootRef := o.target.ref()
+	rootRef := o.target.Ref()
 	rootRef.UID = string(obj.GetUID())
-	root := metaItem{Res: apiResource{GVR: o.target.GVR, Kind: o.target.GVK.Kind, Namespaced: o.target.Namespaced}}
+	root := diagnose.MetaItem{Res: diagnose.APIResource{GVR: o.target.GVR, Kind: o.target.GVK.Kind, Namespaced: o.target.Namespaced}}
 	root.Obj.ObjectMeta = metav1.ObjectMeta{Name: obj.GetName(), Namespace: obj.GetNamespace(), UID: obj.GetUID(), Finalizers: obj.GetFinalizers(), DeletionTimestamp: obj.GetDeletionTimestamp(), OwnerReferences: obj.GetOwnerReferences()}
 	var rep *PlanReport
-	if o.target.isNamespace() {
+	if o.target.IsNamespace() {
 		rep = buildNamespacePlan(root, items, steps)
 	} else {
 		rep = buildPlan(root, items, o.Cascade, steps)
@@ -173,15 +175,15 @@ func (o *PlanOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	renderPlan(o.Out, rep, palette{on: color})
+	renderPlan(o.Out, rep, diagnose.Palette{On: color})
 	return nil
 }
 
 // gcFinalizer reports the garbage collector's own finalizers.
 func gcFinalizer(f string) bool { return f == "foregroundDeletion" || f == "orphan" }
 
-func planNode(it metaItem, steps map[string][]string) PlanNode {
-	n := PlanNode{Object: it.ref(), Action: actionDelete}
+func planNode(it diagnose.MetaItem, steps map[string][]string) PlanNode {
+	n := PlanNode{Object: it.Ref(), Action: actionDelete}
 	for _, f := range it.Obj.Finalizers {
 		if gcFinalizer(f) {
 			continue
@@ -203,32 +205,32 @@ func planNode(it metaItem, steps map[string][]string) PlanNode {
 
 // buildPlan is the garbage collector's cascade from root over items, under
 // policy. Pure: tests feed it objects.
-func buildPlan(root metaItem, items []metaItem, policy string, steps map[string][]string) *PlanReport {
-	children := map[types.UID][]metaItem{}
-	byUID := map[types.UID]metaItem{}
+func buildPlan(root diagnose.MetaItem, items []diagnose.MetaItem, policy string, steps map[string][]string) *PlanReport {
+	children := map[types.UID][]diagnose.MetaItem{}
+	byUID := map[types.UID]diagnose.MetaItem{}
 	for _, it := range items {
 		byUID[it.Obj.UID] = it
 		for _, r := range it.Obj.OwnerReferences {
 			children[r.UID] = append(children[r.UID], it)
 		}
 	}
-	rep := &PlanReport{APIVersion: ReportAPIVersion, Kind: "PlanReport", PropagationPolicy: policy}
+	rep := &PlanReport{APIVersion: diagnose.ReportAPIVersion, Kind: "PlanReport", PropagationPolicy: policy}
 	deleted := map[types.UID]bool{root.Obj.UID: true}
-	var build func(it metaItem, policy string, depth int) PlanNode
-	build = func(it metaItem, policy string, depth int) PlanNode {
+	var build func(it diagnose.MetaItem, policy string, depth int) PlanNode
+	build = func(it diagnose.MetaItem, policy string, depth int) PlanNode {
 		n := planNode(it, steps)
 		count(rep, n.Action)
 		if depth > 20 {
 			return n
 		}
 		kids := children[it.Obj.UID]
-		sort.Slice(kids, func(i, j int) bool { return kids[i].ref().String() < kids[j].ref().String() })
+		sort.Slice(kids, func(i, j int) bool { return kids[i].Ref().String() < kids[j].Ref().String() })
 		for _, k := range kids {
 			if deleted[k.Obj.UID] {
 				continue
 			}
 			if policy == cascadeOrphan {
-				c := PlanNode{Object: k.ref(), Action: actionOrphan, Note: "kept; the garbage collector removes its ownerReference (finalizer orphan on the owner until done)"}
+				c := PlanNode{Object: k.Ref(), Action: actionOrphan, Note: "kept; the garbage collector removes its ownerReference (finalizer orphan on the owner until done)"}
 				count(rep, c.Action)
 				n.Children = append(n.Children, c)
 				continue
@@ -243,7 +245,7 @@ func buildPlan(root metaItem, items []metaItem, policy string, steps map[string]
 				}
 			}
 			if other != "" {
-				c := PlanNode{Object: k.ref(), Action: actionKeep, Note: "kept: another owner remains (" + other + ")"}
+				c := PlanNode{Object: k.Ref(), Action: actionKeep, Note: "kept: another owner remains (" + other + ")"}
 				count(rep, c.Action)
 				n.Children = append(n.Children, c)
 				continue
@@ -280,8 +282,8 @@ func buildPlan(root metaItem, items []metaItem, policy string, steps map[string]
 }
 
 // buildNamespacePlan: everything in the namespace goes, pods first.
-func buildNamespacePlan(root metaItem, items []metaItem, steps map[string][]string) *PlanReport {
-	rep := &PlanReport{APIVersion: ReportAPIVersion, Kind: "PlanReport", PropagationPolicy: cascadeBackground}
+func buildNamespacePlan(root diagnose.MetaItem, items []diagnose.MetaItem, steps map[string][]string) *PlanReport {
+	rep := &PlanReport{APIVersion: diagnose.ReportAPIVersion, Kind: "PlanReport", PropagationPolicy: cascadeBackground}
 	rep.Root = planNode(root, steps)
 	rep.Root.Finalizers = append(rep.Root.Finalizers, "spec:kubernetes")
 	rep.Root.Action = actionHold
@@ -326,23 +328,23 @@ func count(rep *PlanReport, action string) {
 	}
 }
 
-func renderPlan(w io.Writer, rep *PlanReport, p palette) {
-	fmt.Fprintf(w, "Plan: delete %s with propagationPolicy=%s (nothing is deleted by this command)\n\n", p.bold(rep.Root.Object.String()), strings.Title(rep.PropagationPolicy)) //nolint:staticcheck // ASCII words
+func renderPlan(w io.Writer, rep *PlanReport, p diagnose.Palette) {
+	fmt.Fprintf(w, "Plan: delete %s with propagationPolicy=%s (nothing is deleted by this command)\n\n", p.Bold(rep.Root.Object.String()), strings.Title(rep.PropagationPolicy)) //nolint:staticcheck // ASCII words
 	var b strings.Builder
 	renderPlanNode(&b, &rep.Root, "", "", p)
 	fmt.Fprint(w, b.String())
 	fmt.Fprintf(w, "\n%d deleted at once, %d held by finalizers, %d orphaned, %d kept\n", rep.Summary.Deleted, rep.Summary.Held, rep.Summary.Orphaned, rep.Summary.Kept)
 }
 
-func renderPlanNode(b *strings.Builder, n *PlanNode, first, rest string, p palette) {
+func renderPlanNode(b *strings.Builder, n *PlanNode, first, rest string, p diagnose.Palette) {
 	action := n.Action
 	switch n.Action {
 	case actionHold, actionTerminating:
-		action = p.yellow(action)
+		action = p.Yellow(action)
 	case actionOrphan, actionKeep:
-		action = p.green(action)
+		action = p.Green(action)
 	default:
-		action = p.red(action)
+		action = p.Red(action)
 	}
 	fmt.Fprintf(b, "%s%s %s", first, action, n.Object)
 	if len(n.Finalizers) > 0 {
@@ -350,10 +352,10 @@ func renderPlanNode(b *strings.Builder, n *PlanNode, first, rest string, p palet
 	}
 	b.WriteString("\n")
 	if n.Note != "" {
-		fmt.Fprintf(b, "%s    %s\n", rest, p.dim(n.Note))
+		fmt.Fprintf(b, "%s    %s\n", rest, p.Dim(n.Note))
 	}
 	for _, s := range n.Steps {
-		fmt.Fprintf(b, "%s    %s %s\n", rest, p.dim("teardown steps:"), s)
+		fmt.Fprintf(b, "%s    %s %s\n", rest, p.Dim("teardown steps:"), s)
 	}
 	for i := range n.Children {
 		branch, cont := "├─ ", "│  "

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/teardown-dev/teardown/internal/diagnose"
 	"github.com/teardown-dev/teardown/pkg/finalizer"
 )
 
@@ -54,8 +55,8 @@ func TestExplainNamesTeardownPolicy(t *testing.T) {
 	}
 	deleteConfigMap(t, ns, "web", "")
 	rep := explainJSON(t, "configmap/web", "-n", ns)
-	f := findFinding(rep, CauseOwnerGone, "web")
-	if f == nil || f.Owner == nil || f.Owner.Source != SourcePolicy || !strings.Contains(f.Owner.Component, "TeardownPolicy "+ns+"/dns") {
+	f := findFinding(rep, diagnose.CauseOwnerGone, "web")
+	if f == nil || f.Owner == nil || f.Owner.Source != diagnose.SourcePolicy || !strings.Contains(f.Owner.Component, "TeardownPolicy "+ns+"/dns") {
 		t.Fatalf("the policy is not named as the owner: %+v", rep.Findings)
 	}
 	if f.Progress == nil || f.Progress.Attempts != 4 || !strings.Contains(f.Message, "DNS API answered 503") {

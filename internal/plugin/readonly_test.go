@@ -19,6 +19,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
+
+	"github.com/teardown-dev/teardown/internal/diagnose"
 )
 
 // readOnlyKubeconfig writes a kubeconfig for a ServiceAccount that may only
@@ -105,11 +107,11 @@ func TestReadOnlyCommandsNeverWrite(t *testing.T) {
 
 func causes(t *testing.T, out string) string {
 	t.Helper()
-	rep := &Report{}
+	rep := &diagnose.Report{}
 	if err := json.Unmarshal([]byte(out), rep); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
 	var cs []string
-	walkFindings(rep.Findings, func(f *Finding) { cs = append(cs, f.Cause) })
+	diagnose.WalkFindings(rep.Findings, func(f *diagnose.Finding) { cs = append(cs, f.Cause) })
 	return strings.Join(cs, ",")
 }

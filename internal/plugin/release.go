@@ -24,10 +24,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/teardown-dev/teardown/internal/diagnose"
 	"github.com/teardown-dev/teardown/pkg/finalizer/record"
 )
 
@@ -63,7 +65,7 @@ type ReleaseOptions struct {
 
 	typ, name string
 	cluster   *cluster
-	target    target
+	target    diagnose.Target
 	Now       func() time.Time
 	// beforeApply runs between the evidence and the write; tests use it to
 	// change the object in that window.
@@ -165,18 +167,18 @@ func (o *ReleaseOptions) Validate() error {
 
 // AuditRecord is one line of the audit log.
 type AuditRecord struct {
-	Time            time.Time     `json:"time"`
-	User            string        `json:"user,omitempty"`
-	Cluster         string        `json:"cluster"`
-	Object          ObjectRef     `json:"object"`
-	ResourceVersion string        `json:"resourceVersion"`
-	Finalizer       string        `json:"finalizer"`
-	Location        string        `json:"location"`
-	Reason          string        `json:"reason"`
-	Forced          bool          `json:"forced,omitempty"`
-	Evidence        *Finding      `json:"evidence,omitempty"`
-	DryRun          *RemovalCheck `json:"dryRun,omitempty"`
-	Result          string        `json:"result"`
+	Time            time.Time              `json:"time"`
+	User            string                 `json:"user,omitempty"`
+	Cluster         string                 `json:"cluster"`
+	Object          diagnose.ObjectRef     `json:"object"`
+	ResourceVersion string                 `json:"resourceVersion"`
+	Finalizer       string                 `json:"finalizer"`
+	Location        string                 `json:"location"`
+	Reason          string                 `json:"reason"`
+	Forced          bool                   `json:"forced,omitempty"`
+	Evidence        *diagnose.Finding      `json:"evidence,omitempty"`
+	DryRun          *diagnose.RemovalCheck `json:"dryRun,omitempty"`
+	Result          string                 `json:"result"`
 	// After is the object's state after the write: "deleted" or its
 	// remaining finalizers.
 	After string `json:"after,omitempty"`
@@ -191,24 +193,24 @@ func (o *ReleaseOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	p := palette{on: color}
+	p := diagnose.Palette{On: color}
 	if o.target, err = o.cluster.resolve(o.typ, o.name); err != nil {
 		return err
 	}
-	ex := newExplainer(o.cluster, o.Now())
-	obj, err := ex.getObject(ctx, o.target.GVR, o.target.Namespace, o.target.Name)
+	ex := diagnose.NewExplainer(o.cluster.Cluster, o.Now())
+	obj, err := o.cluster.GetObject(ctx, o.target.GVR, o.target.Namespace, o.target.Name)
 	if err != nil {
 		return err
 	}
 	rv := obj.GetResourceVersion()
 	if o.ResourceVersion != "" && o.ResourceVersion != rv {
-		return fmt.Errorf("%s changed since the dry-run (resourceVersion %s, now %s): nothing applied; run the dry-run again", o.target.ref(), o.ResourceVersion, rv)
+		return fmt.Errorf("%s changed since the dry-run (resourceVersion %s, now %s): nothing applied; run the dry-run again", o.target.Ref(), o.ResourceVersion, rv)
 	}
-	ref := o.target.ref()
+	ref := o.target.Ref()
 	ref.UID = string(obj.GetUID())
 
 	location, index := "", -1
-	if o.target.isNamespace() {
+	if o.target.IsNamespace() {
 		spec, _, _ := unstructured.NestedStringSlice(obj.Object, "spec", "finalizers")
 		for i, f := range spec {
 			if f == o.Finalizer {
@@ -234,26 +236,26 @@ func (o *ReleaseOptions) Run(ctx context.Context) error {
 		(location == "spec" && o.Finalizer == string(corev1.FinalizerKubernetes))
 
 	// Evidence: explain's finding for this very finalizer.
-	rep, err := ex.explain(ctx, o.target)
+	rep, err := ex.Explain(ctx, o.target)
 	if err != nil {
 		return err
 	}
-	var evidence *Finding
+	var evidence *diagnose.Finding
 	for i := range rep.Findings {
 		if rep.Findings[i].Finalizer == o.Finalizer {
 			evidence = &rep.Findings[i]
 			break
 		}
 	}
-	fmt.Fprintf(o.Out, "%s %q from %s (resourceVersion %s, %s finalizers)\n", p.bold("Release"), o.Finalizer, ref, rv, location)
+	fmt.Fprintf(o.Out, "%s %q from %s (resourceVersion %s, %s finalizers)\n", p.Bold("Release"), o.Finalizer, ref, rv, location)
 	if evidence != nil {
 		fmt.Fprintln(o.Out, "\nEvidence:")
 		var b strings.Builder
-		renderFinding(&b, evidence, "  ", "  ", p)
+		diagnose.RenderFinding(&b, evidence, "  ", "  ", p)
 		fmt.Fprint(o.Out, b.String())
 	}
 	if dangerous {
-		fmt.Fprintf(o.Out, "\n%s removing %q by hand is what the folklore does, and it orphans data:\n", p.red("DANGER:"), o.Finalizer)
+		fmt.Fprintf(o.Out, "\n%s removing %q by hand is what the folklore does, and it orphans data:\n", p.Red("DANGER:"), o.Finalizer)
 		orphans := o.wouldOrphan(ctx, ex, obj)
 		for i, s := range orphans {
 			if i == 50 {
@@ -273,9 +275,9 @@ func (o *ReleaseOptions) Run(ctx context.Context) error {
 	// Dry-run of the exact write.
 	check := o.dryRun(ctx, obj, location, index, rv)
 	if check.Allowed {
-		fmt.Fprintf(o.Out, "\nServer-side dry-run of the exact write: %s\n", p.green("accepted"))
+		fmt.Fprintf(o.Out, "\nServer-side dry-run of the exact write: %s\n", p.Green("accepted"))
 	} else {
-		fmt.Fprintf(o.Out, "\nServer-side dry-run of the exact write: %s: %s\n", p.red("rejected"), check.Error)
+		fmt.Fprintf(o.Out, "\nServer-side dry-run of the exact write: %s: %s\n", p.Red("rejected"), check.Error)
 	}
 	if evidence != nil && evidence.Leaks != "" {
 		fmt.Fprintf(o.Out, "Removing it leaks: %s\n", evidence.Leaks)
@@ -287,7 +289,7 @@ func (o *ReleaseOptions) Run(ctx context.Context) error {
 
 	if !o.Yes {
 		if !o.interactive() {
-			fmt.Fprintf(o.Out, "\nDry-run: nothing changed. To apply exactly this, run:\n  kubectl teardown release %s --finalizer %s --reason %q --resource-version %s --yes\n", targetArg(ref), o.Finalizer, o.Reason, rv)
+			fmt.Fprintf(o.Out, "\nDry-run: nothing changed. To apply exactly this, run:\n  kubectl teardown release %s --finalizer %s --reason %q --resource-version %s --yes\n", diagnose.TargetArg(ref), o.Finalizer, o.Reason, rv)
 			return nil
 		}
 		fmt.Fprintf(o.Out, "\nType the finalizer's name to remove it: ")
@@ -300,7 +302,7 @@ func (o *ReleaseOptions) Run(ctx context.Context) error {
 	if o.beforeApply != nil {
 		o.beforeApply()
 	}
-	rec := AuditRecord{Time: o.Now().UTC(), Cluster: o.cluster.cfg.Host, Object: ref, ResourceVersion: rv, Finalizer: o.Finalizer,
+	rec := AuditRecord{Time: o.Now().UTC(), Cluster: o.cluster.Config().Host, Object: ref, ResourceVersion: rv, Finalizer: o.Finalizer,
 		Location: location, Reason: o.Reason, Forced: o.Force, Evidence: evidence, DryRun: &check, User: o.whoAmI(ctx)}
 	applyErr := o.apply(ctx, obj, location, index, rv, rec)
 	if applyErr != nil {
@@ -329,11 +331,11 @@ func (o *ReleaseOptions) Run(ctx context.Context) error {
 // auditEvent records the release as a Warning Event on the object, in its
 // namespace, or in default when that namespace is being deleted (no Event can
 // be created in a Terminating namespace).
-func (o *ReleaseOptions) auditEvent(ctx context.Context, ref ObjectRef, rec AuditRecord) (string, error) {
+func (o *ReleaseOptions) auditEvent(ctx context.Context, ref diagnose.ObjectRef, rec AuditRecord) (string, error) {
 	where := ref.Namespace
-	if where == "" || (o.target.isNamespace()) {
+	if where == "" || (o.target.IsNamespace()) {
 		where = metav1.NamespaceDefault
-	} else if ns, err := o.cluster.kube.CoreV1().Namespaces().Get(ctx, where, metav1.GetOptions{}); err != nil || ns.DeletionTimestamp != nil {
+	} else if ns, err := o.cluster.Kube().CoreV1().Namespaces().Get(ctx, where, metav1.GetOptions{}); err != nil || ns.DeletionTimestamp != nil {
 		where = metav1.NamespaceDefault
 	}
 	now := metav1.NewTime(rec.Time)
@@ -348,39 +350,36 @@ func (o *ReleaseOptions) auditEvent(ctx context.Context, ref ObjectRef, rec Audi
 		ObjectMeta:          metav1.ObjectMeta{GenerateName: "kubectl-teardown-release-", Namespace: where},
 		InvolvedObject:      involved,
 		Reason:              record.ReasonFinalizerReleased,
-		Message:             shorten(fmt.Sprintf("kubectl teardown released %q from %s (by %s): %s", rec.Finalizer, ref, orUnknown(rec.User), rec.Reason), 1024),
+		Message:             diagnose.Shorten(fmt.Sprintf("kubectl teardown released %q from %s (by %s): %s", rec.Finalizer, ref, unknownIfEmpty(rec.User), rec.Reason), 1024),
 		Type:                corev1.EventTypeWarning,
 		Source:              corev1.EventSource{Component: "kubectl-teardown"},
 		ReportingController: "teardown.dev/kubectl-teardown",
-		ReportingInstance:   orUnknown(rec.User),
+		ReportingInstance:   unknownIfEmpty(rec.User),
 		FirstTimestamp:      now,
 		LastTimestamp:       now,
 		Count:               1,
 	}
-	if _, err := o.cluster.kube.CoreV1().Events(where).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+	if _, err := o.cluster.Kube().CoreV1().Events(where).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
 		return "", err
 	}
 	return where, nil
 }
 
 // wouldOrphan lists what a forced removal of a dangerous finalizer leaves.
-func (o *ReleaseOptions) wouldOrphan(ctx context.Context, ex *explainer, obj *unstructured.Unstructured) []string {
+func (o *ReleaseOptions) wouldOrphan(ctx context.Context, ex *diagnose.Explainer, obj *unstructured.Unstructured) []string {
 	var out []string
-	if o.target.isNamespace() {
-		items, _ := o.cluster.listMeta(ctx, ex.getResources(), obj.GetName(), "", 8)
+	if o.target.IsNamespace() {
+		resources, _ := o.cluster.Resources()
+		items, _ := o.cluster.ListMeta(ctx, resources, obj.GetName(), "", 8)
 		for _, it := range items {
 			if it.Res.GVR.Resource != "events" {
-				out = append(out, it.ref().String())
+				out = append(out, it.Ref().String())
 			}
 		}
 		return out
 	}
-	fd := Finding{}
-	ex.crdCleanup(ctx, &fd, obj, maxDepth)
-	for _, c := range fd.Children {
-		if c.Object != nil {
-			out = append(out, c.Object.String())
-		}
+	for _, ref := range ex.CRDInstances(ctx, obj) {
+		out = append(out, ref.String())
 	}
 	return out
 }
@@ -418,33 +417,33 @@ func guardedRemoval(rv string, index int, fin string, hasAnnotations bool, audit
 	return json.Marshal(ops)
 }
 
-func (o *ReleaseOptions) dryRun(ctx context.Context, obj *unstructured.Unstructured, location string, index int, rv string) RemovalCheck {
+func (o *ReleaseOptions) dryRun(ctx context.Context, obj *unstructured.Unstructured, location string, index int, rv string) diagnose.RemovalCheck {
 	var err error
 	if location == "spec" {
 		ns, cerr := o.finalizeBody(obj, "")
 		if cerr != nil {
-			return RemovalCheck{Error: cerr.Error()}
+			return diagnose.RemovalCheck{Error: cerr.Error()}
 		}
-		err = o.cluster.kube.CoreV1().RESTClient().Put().Resource("namespaces").Name(ns.Name).SubResource("finalize").
+		err = o.cluster.Kube().CoreV1().RESTClient().Put().Resource("namespaces").Name(ns.Name).SubResource("finalize").
 			Param("dryRun", metav1.DryRunAll).Body(ns).Do(ctx).Error()
 	} else {
 		patch, perr := guardedRemoval(rv, index, o.Finalizer, obj.GetAnnotations() != nil, dryRunAuditValue(o.Finalizer, o.Reason))
 		if perr != nil {
-			return RemovalCheck{Error: perr.Error()}
+			return diagnose.RemovalCheck{Error: perr.Error()}
 		}
 		_, err = o.resource().Patch(ctx, obj.GetName(), types.JSONPatchType, patch, metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
 	}
 	if err != nil {
-		return RemovalCheck{Error: err.Error()}
+		return diagnose.RemovalCheck{Error: err.Error()}
 	}
-	return RemovalCheck{Allowed: true}
+	return diagnose.RemovalCheck{Allowed: true}
 }
 
 // finalizeBody is the namespace without the token, at the read
 // resourceVersion (the precondition), with the audit annotation.
 func (o *ReleaseOptions) finalizeBody(obj *unstructured.Unstructured, audit string) (*corev1.Namespace, error) {
 	ns := &corev1.Namespace{}
-	if err := runtimeFromUnstructured(obj, ns); err != nil {
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, ns); err != nil {
 		return nil, err
 	}
 	var keep []corev1.FinalizerName
@@ -464,7 +463,7 @@ func (o *ReleaseOptions) finalizeBody(obj *unstructured.Unstructured, audit stri
 }
 
 func (o *ReleaseOptions) resource() dynamicResource {
-	r := o.cluster.dyn.Resource(o.target.GVR)
+	r := o.cluster.Dynamic().Resource(o.target.GVR)
 	if o.target.Namespaced {
 		return r.Namespace(o.target.Namespace)
 	}
@@ -478,7 +477,7 @@ func (o *ReleaseOptions) apply(ctx context.Context, obj *unstructured.Unstructur
 		if err != nil {
 			return err
 		}
-		err = o.cluster.kube.CoreV1().RESTClient().Put().Resource("namespaces").Name(ns.Name).SubResource("finalize").Body(ns).Do(ctx).Error()
+		err = o.cluster.Kube().CoreV1().RESTClient().Put().Resource("namespaces").Name(ns.Name).SubResource("finalize").Body(ns).Do(ctx).Error()
 		if apierrors.IsConflict(err) {
 			return fmt.Errorf("namespace %s changed since the evidence was gathered (resourceVersion %s): nothing applied; run again: %w", ns.Name, rv, err)
 		}
@@ -493,7 +492,7 @@ func (o *ReleaseOptions) apply(ctx context.Context, obj *unstructured.Unstructur
 	}
 	_, err = o.resource().Patch(ctx, obj.GetName(), types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: "kubectl-teardown"})
 	if apierrors.IsInvalid(err) || apierrors.IsConflict(err) || (err != nil && strings.Contains(err.Error(), "test operation")) {
-		return fmt.Errorf("%s changed since the evidence was gathered (resourceVersion %s): nothing applied; run again: %w", o.target.ref(), rv, err)
+		return fmt.Errorf("%s changed since the evidence was gathered (resourceVersion %s): nothing applied; run again: %w", o.target.Ref(), rv, err)
 	}
 	if err != nil {
 		return fmt.Errorf("removing %q: %w", o.Finalizer, err)
@@ -510,7 +509,7 @@ func (o *ReleaseOptions) after(ctx context.Context) string {
 		return "unknown: " + err.Error()
 	}
 	fins := obj.GetFinalizers()
-	if o.target.isNamespace() {
+	if o.target.IsNamespace() {
 		spec, _, _ := unstructured.NestedStringSlice(obj.Object, "spec", "finalizers")
 		for _, f := range spec {
 			fins = append(fins, "spec:"+f)
@@ -520,7 +519,7 @@ func (o *ReleaseOptions) after(ctx context.Context) string {
 }
 
 func (o *ReleaseOptions) whoAmI(ctx context.Context) string {
-	r, err := o.cluster.kube.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	r, err := o.cluster.Kube().AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
 	if err == nil {
 		return r.Status.UserInfo.Username
 	}
@@ -549,3 +548,11 @@ func appendAudit(path string, rec AuditRecord) error {
 }
 
 var _ io.Reader
+
+// unknownIfEmpty names an unknown user.
+func unknownIfEmpty(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}

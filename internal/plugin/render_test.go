@@ -21,6 +21,8 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/teardown-dev/teardown/internal/diagnose"
 )
 
 // golden compares got with testdata/<name>, or rewrites it with -update.
@@ -51,12 +53,12 @@ func TestRenderReportGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rep := &Report{}
+			rep := &diagnose.Report{}
 			if err := json.Unmarshal(data, rep); err != nil {
 				t.Fatal(err)
 			}
 			var out bytes.Buffer
-			renderReport(&out, rep, palette{})
+			diagnose.RenderReport(&out, rep, diagnose.Palette{})
 			golden(t, name+".golden", out.Bytes())
 			// The schema round-trips: no field is lost between JSON and Go.
 			again, _ := json.MarshalIndent(rep, "", "  ")
@@ -96,7 +98,7 @@ func printStatus(t *testing.T, rep *StatusReport, namespace string, args ...stri
 		t.Fatalf("status %v: %v", args, err)
 	}
 	o.namespace = namespace
-	if err := o.print(rep, palette{}); err != nil {
+	if err := o.print(rep, diagnose.Palette{}); err != nil {
 		t.Fatalf("status %v: %v", args, err)
 	}
 	return strings.TrimSpace("$ kubectl teardown status "+strings.Join(args, " ")) + "\n" + out.String() + "--- stderr\n" + errOut.String()
@@ -111,7 +113,7 @@ func TestRenderStatusGolden(t *testing.T) {
 	web.Items = slices.DeleteFunc(web.Items, func(r StatusRow) bool { return r.Object.Namespace != "web" })
 	stuck := statusFixture(t)
 	markStuck(stuck, stuck.Items[len(stuck.Items)-1].DeletionTimestamp.Add(time.Minute), 30*time.Second)
-	empty := &StatusReport{APIVersion: ReportAPIVersion, Kind: "StatusReport", Items: []StatusRow{}}
+	empty := &StatusReport{APIVersion: diagnose.ReportAPIVersion, Kind: "StatusReport", Items: []StatusRow{}}
 	cases := []struct {
 		name      string
 		rep       *StatusReport
@@ -151,7 +153,7 @@ func TestRenderExplainFormatsGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep := &Report{}
+	rep := &diagnose.Report{}
 	if err := json.Unmarshal(data, rep); err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +185,7 @@ func TestRenderExplainFormatsGolden(t *testing.T) {
 	if err := o.printReport(&js, rep.APIVersion, rep.Kind, rep); err != nil {
 		t.Fatal(err)
 	}
-	again := &Report{}
+	again := &diagnose.Report{}
 	if err := json.Unmarshal(js.Bytes(), again); err != nil || !cmp.Equal(rep, again) {
 		t.Errorf("-o json does not round-trip (%v): %s", err, cmp.Diff(rep, again))
 	}
@@ -213,31 +215,17 @@ func TestOutputFormatRefused(t *testing.T) {
 }
 
 func TestRenderColourOnlyWhenAsked(t *testing.T) {
-	rep := &Report{Target: ObjectRef{Kind: "ConfigMap", Namespace: "a", Name: "b"}, Terminating: true, TerminatingFor: "1m", Blocked: true,
-		Findings: []Finding{{Cause: CauseOrphanFinalizer, Severity: SeverityBlocker, Message: "m"}}}
-	rep.RootBlockers = markRoots(rep.Findings)
+	rep := &diagnose.Report{Target: diagnose.ObjectRef{Kind: "ConfigMap", Namespace: "a", Name: "b"}, Terminating: true, TerminatingFor: "1m", Blocked: true,
+		Findings: []diagnose.Finding{{Cause: diagnose.CauseOrphanFinalizer, Severity: diagnose.SeverityBlocker, Message: "m"}}}
+	rep.RootBlockers = diagnose.MarkRoots(rep.Findings)
 	var plain, coloured bytes.Buffer
-	renderReport(&plain, rep, palette{})
-	renderReport(&coloured, rep, palette{on: true})
+	diagnose.RenderReport(&plain, rep, diagnose.Palette{})
+	diagnose.RenderReport(&coloured, rep, diagnose.Palette{On: true})
 	if strings.Contains(plain.String(), "\x1b[") || !strings.Contains(coloured.String(), "\x1b[31m") {
 		t.Errorf("colour: plain %q, coloured %q", plain.String(), coloured.String())
 	}
 	on, err := useColor("auto", &plain)
 	if err != nil || on {
 		t.Errorf("auto on a buffer = %v, %v; want no colour", on, err)
-	}
-}
-
-func TestMarkRoots(t *testing.T) {
-	fs := []Finding{{Cause: "A", Severity: SeverityBlocker, Children: []Finding{
-		{Cause: "B", Severity: SeverityBlocker, Children: []Finding{{Cause: "C", Severity: SeverityInfo}}},
-		{Cause: "D", Severity: SeverityWaiting},
-	}}, {Cause: "E", Severity: SeverityWarning}}
-	var got []string
-	for _, r := range markRoots(fs) {
-		got = append(got, r.Cause)
-	}
-	if diff := cmp.Diff([]string{"B"}, got); diff != "" {
-		t.Errorf("roots (-want +got):\n%s", diff)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
 
+	"github.com/teardown-dev/teardown/internal/diagnose"
 	"github.com/teardown-dev/teardown/pkg/finalizer/record"
 )
 
@@ -53,12 +55,12 @@ type StatusOptions struct {
 
 // StatusRow is one Terminating object.
 type StatusRow struct {
-	Object            ObjectRef         `json:"object"`
-	DeletionTimestamp metav1.Time       `json:"deletionTimestamp"`
-	TerminatingFor    string            `json:"terminatingFor"`
-	Finalizers        []string          `json:"finalizers,omitempty"`
-	Blocker           string            `json:"blocker"`
-	Progress          []record.Progress `json:"progress,omitempty"`
+	Object            diagnose.ObjectRef `json:"object"`
+	DeletionTimestamp metav1.Time        `json:"deletionTimestamp"`
+	TerminatingFor    string             `json:"terminatingFor"`
+	Finalizers        []string           `json:"finalizers,omitempty"`
+	Blocker           string             `json:"blocker"`
+	Progress          []record.Progress  `json:"progress,omitempty"`
 	// Stuck is set with --stuck-after when the object has been Terminating
 	// for longer than that.
 	Stuck bool `json:"stuck,omitempty"`
@@ -89,7 +91,7 @@ func newStatusOptions(flags *genericclioptions.ConfigFlags, streams genericioopt
 func newStatusCommand(o *StatusOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status",
-		Short: "List the Terminating objects of a namespace (or -A), with their age and a one-line blocker",
+		Short: "List the Terminating objects of a namespace (or -A), with their diagnose.Age and a one-line blocker",
 		Long: `Status lists the objects being deleted, how long each has been terminating, and
 a one-line blocker. Like kubectl get, it lists one namespace: -n, or else the
 kubeconfig context's namespace; a terminating namespace is listed with what it
@@ -193,7 +195,7 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 		if o.Watch {
 			fmt.Fprintf(o.Out, "%s\n", o.Now().Format(time.TimeOnly))
 		}
-		if err := o.print(rep, palette{on: color}); err != nil {
+		if err := o.print(rep, diagnose.Palette{On: color}); err != nil {
 			return err
 		}
 		if !o.Watch {
@@ -215,7 +217,7 @@ func markStuck(rep *StatusReport, now time.Time, threshold time.Duration) {
 	if threshold <= 0 {
 		return
 	}
-	rep.StuckAfter = shortDuration(threshold)
+	rep.StuckAfter = diagnose.ShortDuration(threshold)
 	rep.Stuck = 0
 	for i := range rep.Items {
 		it := &rep.Items[i]
@@ -224,18 +226,6 @@ func markStuck(rep *StatusReport, now time.Time, threshold time.Duration) {
 			rep.Stuck++
 		}
 	}
-}
-
-// shortDuration is a Go duration without zero units: 5m, 1h30m, 90s → 1m30s.
-func shortDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
 }
 
 // stuckExit is ExitBlocked when markStuck found something.
@@ -249,10 +239,10 @@ func stuckExit(rep *StatusReport) error {
 // deletable keeps the kinds whose objects can be Terminating: listable and
 // deletable, minus Events (recreated constantly, never finalized) and
 // duplicates of a kind served by two groups.
-func deletable(rs []apiResource) []apiResource {
-	var out []apiResource
+func deletable(rs []diagnose.APIResource) []diagnose.APIResource {
+	var out []diagnose.APIResource
 	for _, r := range rs {
-		if !containsString(r.Verbs, "delete") || r.GVR.Resource == "events" {
+		if !slices.Contains(r.Verbs, "delete") || r.GVR.Resource == "events" {
 			continue
 		}
 		out = append(out, r)
@@ -262,8 +252,8 @@ func deletable(rs []apiResource) []apiResource {
 
 func (o *StatusOptions) collect(ctx context.Context) (*StatusReport, error) {
 	now := o.Now()
-	rep := &StatusReport{APIVersion: ReportAPIVersion, Kind: "StatusReport", Items: []StatusRow{}}
-	resources, partial := o.cluster.resources()
+	rep := &StatusReport{APIVersion: diagnose.ReportAPIVersion, Kind: "StatusReport", Items: []StatusRow{}}
+	resources, partial := o.cluster.Resources()
 	if resources == nil && partial != nil {
 		return nil, partial
 	}
@@ -275,13 +265,13 @@ func (o *StatusOptions) collect(ctx context.Context) (*StatusReport, error) {
 	// namespaces can still see their own.
 	var namespaces []corev1.Namespace
 	if o.namespace == "" {
-		nsList, err := o.cluster.kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: o.Selector})
+		nsList, err := o.cluster.Kube().CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: o.Selector})
 		if err != nil {
 			return nil, fmt.Errorf("listing namespaces: %w", err)
 		}
 		namespaces = nsList.Items
 	} else {
-		ns, err := o.cluster.kube.CoreV1().Namespaces().Get(ctx, o.namespace, metav1.GetOptions{})
+		ns, err := o.cluster.Kube().CoreV1().Namespaces().Get(ctx, o.namespace, metav1.GetOptions{})
 		switch {
 		case err == nil:
 			if o.selector == nil || o.selector.Matches(labels.Set(ns.Labels)) {
@@ -294,7 +284,7 @@ func (o *StatusOptions) collect(ctx context.Context) (*StatusReport, error) {
 			return nil, fmt.Errorf("reading namespace %s: %w", o.namespace, err)
 		}
 	}
-	var rs []apiResource
+	var rs []diagnose.APIResource
 	for _, r := range deletable(resources) {
 		if r.GVR.Group == "" && r.GVR.Resource == "namespaces" {
 			continue
@@ -304,16 +294,16 @@ func (o *StatusOptions) collect(ctx context.Context) (*StatusReport, error) {
 		}
 		rs = append(rs, r)
 	}
-	items, errs := o.cluster.listMeta(ctx, rs, o.namespace, o.Selector, o.Workers)
+	items, errs := o.cluster.ListMeta(ctx, rs, o.namespace, o.Selector, o.Workers)
 	for _, err := range errs {
 		rep.Errors = append(rep.Errors, err.Error())
 	}
 	// kube-controller-manager's Lease, read at most once, and only when
 	// something waits on one of its controllers.
-	var kcm *ControllerLiveness
-	controllerManager := func() ControllerLiveness {
+	var kcm *diagnose.ControllerLiveness
+	controllerManager := func() diagnose.ControllerLiveness {
 		if kcm == nil {
-			l := o.cluster.controllerLiveness(ctx, now)
+			l := o.cluster.ControllerManagerLiveness(ctx, now)
 			kcm = &l
 		}
 		return *kcm
@@ -322,14 +312,14 @@ func (o *StatusOptions) collect(ctx context.Context) (*StatusReport, error) {
 		if it.Obj.DeletionTimestamp == nil {
 			continue
 		}
-		blocker := objectBlocker(it.Res.Kind, &it.Obj, now)
-		if fin, component := controllerManagerFinalizer(it.Res.Kind, it.Obj.Finalizers); fin != "" {
-			if l := controllerManager(); l.stopped() {
-				blocker = fmt.Sprintf("%s: %s stopped: %s (run explain)", fin, component, l.short())
+		blocker := diagnose.ObjectBlocker(it.Res.Kind, &it.Obj, now)
+		if fin, component := diagnose.ControllerManagerFinalizer(it.Res.Kind, it.Obj.Finalizers); fin != "" {
+			if l := controllerManager(); l.Stopped() {
+				blocker = fmt.Sprintf("%s: %s stopped: %s (run explain)", fin, component, l.Short())
 			}
 		}
-		rep.Items = append(rep.Items, StatusRow{Object: it.ref(), DeletionTimestamp: *it.Obj.DeletionTimestamp,
-			TerminatingFor: age(now.Sub(it.Obj.DeletionTimestamp.Time)), Finalizers: it.Obj.Finalizers,
+		rep.Items = append(rep.Items, StatusRow{Object: it.Ref(), DeletionTimestamp: *it.Obj.DeletionTimestamp,
+			TerminatingFor: diagnose.Age(now.Sub(it.Obj.DeletionTimestamp.Time)), Finalizers: it.Obj.Finalizers,
 			Blocker: blocker, Progress: record.ReadProgress(&it.Obj)})
 	}
 	for i := range namespaces {
@@ -341,17 +331,17 @@ func (o *StatusOptions) collect(ctx context.Context) (*StatusReport, error) {
 		for _, f := range ns.Spec.Finalizers {
 			fins = append(fins, "spec:"+string(f))
 		}
-		blocker := namespaceBlocker(ns, now)
+		blocker := diagnose.NamespaceBlocker(ns, now)
 		for _, f := range ns.Spec.Finalizers {
 			if f != corev1.FinalizerKubernetes {
 				continue
 			}
-			if l := controllerManager(); l.stopped() {
-				blocker = "kubernetes: namespace controller stopped: " + l.short() + " (run explain)"
+			if l := controllerManager(); l.Stopped() {
+				blocker = "kubernetes: namespace controller stopped: " + l.Short() + " (run explain)"
 			}
 		}
-		rep.Items = append(rep.Items, StatusRow{Object: ObjectRef{APIVersion: "v1", Kind: "Namespace", Resource: "namespaces", Name: ns.Name, UID: string(ns.UID)},
-			DeletionTimestamp: *ns.DeletionTimestamp, TerminatingFor: age(now.Sub(ns.DeletionTimestamp.Time)), Finalizers: fins,
+		rep.Items = append(rep.Items, StatusRow{Object: diagnose.ObjectRef{APIVersion: "v1", Kind: "Namespace", Resource: "namespaces", Name: ns.Name, UID: string(ns.UID)},
+			DeletionTimestamp: *ns.DeletionTimestamp, TerminatingFor: diagnose.Age(now.Sub(ns.DeletionTimestamp.Time)), Finalizers: fins,
 			Blocker: blocker})
 	}
 	sort.Slice(rep.Items, func(i, j int) bool {
@@ -364,123 +354,10 @@ func (o *StatusOptions) collect(ctx context.Context) (*StatusReport, error) {
 	return rep, nil
 }
 
-// namespaceBlocker summarises a terminating namespace from its conditions.
-func namespaceBlocker(ns *corev1.Namespace, now time.Time) string {
-	byType := map[corev1.NamespaceConditionType]corev1.NamespaceCondition{}
-	for _, c := range ns.Status.Conditions {
-		byType[c.Type] = c
-	}
-	if c, ok := byType[condDiscoveryFailure]; ok && c.Status == corev1.ConditionTrue {
-		return "API discovery failing for " + strings.Join(parseDiscoveryFailure(c.Message), ", ") + " (unavailable APIService)"
-	}
-	if c, ok := byType[condContentFailure]; ok && c.Status == corev1.ConditionTrue {
-		if names := parseWebhookNames(c.Message); len(names) > 0 {
-			return "content deletion failing: webhook " + strings.Join(names, ", ")
-		}
-		return "content deletion failing: " + shorten(c.Message, 80)
-	}
-	if c, ok := byType[condFinalizersRemaining]; ok && c.Status == corev1.ConditionTrue {
-		fins := parseFinalizersRemaining(c.Message)
-		var parts []string
-		for f, n := range fins {
-			parts = append(parts, fmt.Sprintf("%s (%d)", f, n))
-		}
-		sort.Strings(parts)
-		return "content waits on finalizers " + strings.Join(parts, ", ")
-	}
-	if c, ok := byType[condContentRemaining]; ok && c.Status == corev1.ConditionTrue {
-		var parts []string
-		for _, r := range parseContentRemaining(c.Message) {
-			parts = append(parts, fmt.Sprintf("%d %s", r.Count, strings.TrimSuffix(r.Resource+"."+r.Group, ".")))
-		}
-		return "content remaining: " + strings.Join(parts, ", ")
-	}
-	if len(ns.Finalizers) > 0 {
-		return "metadata finalizers on the namespace: " + strings.Join(ns.Finalizers, ", ")
-	}
-	for _, f := range ns.Spec.Finalizers {
-		if f != corev1.FinalizerKubernetes {
-			return "foreign spec finalizer " + string(f)
-		}
-	}
-	if len(ns.Status.Conditions) == 0 {
-		if ns.DeletionTimestamp != nil && now.Sub(ns.DeletionTimestamp.Time) > namespaceControllerGrace {
-			return "no condition after " + age(now.Sub(ns.DeletionTimestamp.Time)) + ": namespace controller not running (run explain)"
-		}
-		return "no condition yet: namespace controller has not run"
-	}
-	return "namespace controller finishing"
-}
-
-// controllerManagerFinalizer returns the first of fins that a controller of
-// kube-controller-manager removes, and that controller.
-func controllerManagerFinalizer(kind string, fins []string) (fin, component string) {
-	for _, f := range fins {
-		if e, ok := lookupCatalog(f, kind); ok && e.BuiltIn && strings.HasSuffix(e.Component, "(kube-controller-manager)") {
-			return f, strings.TrimSuffix(e.Component, " (kube-controller-manager)")
-		}
-	}
-	return "", ""
-}
-
-// objectBlocker is status's one-line guess for an object, from metadata
-// only; explain gives the full answer.
-func objectBlocker(kind string, obj metav1.Object, now time.Time) string {
-	fins := obj.GetFinalizers()
-	if len(fins) == 0 {
-		if kind == "Pod" {
-			if now.Before(obj.GetDeletionTimestamp().Time) {
-				return "in grace period (" + age(obj.GetDeletionTimestamp().Sub(now)) + " left)"
-			}
-			return "past grace period: kubelet has not confirmed (node down?)"
-		}
-		return "no finalizers: being removed"
-	}
-	progress := map[string]record.Progress{}
-	for _, p := range record.ReadProgress(obj) {
-		progress[p.Finalizer] = p
-	}
-	f := fins[0]
-	if p, ok := progress[f]; ok {
-		s := fmt.Sprintf("%s: %s (attempt %d)", f, p.State, p.Attempts)
-		if p.Message != "" {
-			s += ": " + shorten(p.Message, 60)
-		}
-		if p.DeadlineExceeded {
-			s += " [deadline exceeded]"
-		}
-		return s
-	}
-	switch f {
-	case "foregroundDeletion":
-		return "foregroundDeletion: waiting for blocking dependents"
-	case "orphan":
-		return "orphan: garbage collector orphaning dependents"
-	}
-	more := ""
-	if len(fins) > 1 {
-		more = fmt.Sprintf(" (+%d more)", len(fins)-1)
-	}
-	if e, ok := lookupCatalog(f, kind); ok {
-		return fmt.Sprintf("%s: waiting for %s%s", f, e.Component, more)
-	}
-	if m := finalizerManager(obj, f); m != "" && !isGenericManager(m) {
-		return fmt.Sprintf("%s: waiting for %s (added it)%s", f, m, more)
-	}
-	return fmt.Sprintf("%s: owner unknown (run explain)%s", f, more)
-}
-
-func shorten(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-1] + "…"
-}
-
 // print writes rep in the -o format: the table and -o name on stdout, the
 // rest through kubectl's printers; warnings and the --stuck-after summary
 // on stderr.
-func (o *StatusOptions) print(rep *StatusReport, p palette) error {
+func (o *StatusOptions) print(rep *StatusReport, p diagnose.Palette) error {
 	var err error
 	switch format := o.Output.format(); {
 	case o.Output.isOwn():
@@ -556,11 +433,11 @@ func statusTable(rep *StatusReport, withNamespace bool) *metav1.Table {
 
 // renderStatusNotes writes what is not a row, for people: the
 // --stuck-after summary and the kinds that could not be listed.
-func renderStatusNotes(w io.Writer, rep *StatusReport, p palette) {
+func renderStatusNotes(w io.Writer, rep *StatusReport, p diagnose.Palette) {
 	if rep.Stuck > 0 {
-		fmt.Fprintf(w, "%s %d object(s) Terminating for more than %s\n", p.red("stuck:"), rep.Stuck, rep.StuckAfter)
+		fmt.Fprintf(w, "%s %d object(s) Terminating for more than %s\n", p.Red("stuck:"), rep.Stuck, rep.StuckAfter)
 	}
 	for _, e := range rep.Errors {
-		fmt.Fprintf(w, "%s %s\n", p.yellow("warning:"), e)
+		fmt.Fprintf(w, "%s %s\n", p.Yellow("warning:"), e)
 	}
 }

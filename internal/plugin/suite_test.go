@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/teardown-dev/teardown/internal/diagnose"
 	"github.com/teardown-dev/teardown/internal/testenv"
 )
 
@@ -133,13 +134,13 @@ func cli(t *testing.T, kubeconfig string, log *requestLog, args ...string) resul
 }
 
 // explainJSON runs explain -o json and decodes the report.
-func explainJSON(t *testing.T, args ...string) *Report {
+func explainJSON(t *testing.T, args ...string) *diagnose.Report {
 	t.Helper()
 	r := cli(t, "", nil, append([]string{"explain", "-o", "json"}, args...)...)
 	if r.code != ExitOK && r.code != ExitBlocked {
 		t.Fatalf("explain %v: exit %d: %s", args, r.code, r.err)
 	}
-	rep := &Report{}
+	rep := &diagnose.Report{}
 	if err := json.Unmarshal([]byte(r.out), rep); err != nil {
 		t.Fatalf("decoding explain's JSON: %v\n%s", err, r.out)
 	}
@@ -151,9 +152,9 @@ func explainJSON(t *testing.T, args ...string) *Report {
 
 // findFinding returns the first finding with cause about an object named
 // name ("" for any).
-func findFinding(rep *Report, cause, name string) *Finding {
-	var got *Finding
-	walkFindings(rep.Findings, func(f *Finding) {
+func findFinding(rep *diagnose.Report, cause, name string) *diagnose.Finding {
+	var got *diagnose.Finding
+	diagnose.WalkFindings(rep.Findings, func(f *diagnose.Finding) {
 		if got == nil && f.Cause == cause && (name == "" || (f.Object != nil && f.Object.Name == name)) {
 			c := *f
 			got = &c
@@ -163,10 +164,10 @@ func findFinding(rep *Report, cause, name string) *Finding {
 }
 
 // explainUntil polls explain until a finding with cause about name appears.
-func explainUntil(t *testing.T, timeout time.Duration, cause, name string, args ...string) (*Report, *Finding) {
+func explainUntil(t *testing.T, timeout time.Duration, cause, name string, args ...string) (*diagnose.Report, *diagnose.Finding) {
 	t.Helper()
-	var rep *Report
-	var f *Finding
+	var rep *diagnose.Report
+	var f *diagnose.Finding
 	deadline := time.Now().Add(timeout)
 	for {
 		rep = explainJSON(t, args...)
@@ -182,14 +183,14 @@ func explainUntil(t *testing.T, timeout time.Duration, cause, name string, args 
 }
 
 // assertRemedy checks a finding carries a remedy mentioning want.
-func assertRemedy(t *testing.T, f *Finding, want string) {
+func assertRemedy(t *testing.T, f *diagnose.Finding, want string) {
 	t.Helper()
 	if f.Remedy == "" || !strings.Contains(f.Remedy, want) {
 		t.Errorf("%s remedy = %q, want it to mention %q", f.Cause, f.Remedy, want)
 	}
 }
 
-func isRoot(rep *Report, cause, name string) bool {
+func isRoot(rep *diagnose.Report, cause, name string) bool {
 	for _, r := range rep.RootBlockers {
 		if r.Cause == cause && (name == "" || (r.Object != nil && r.Object.Name == name)) {
 			return true

@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/teardown-dev/teardown/internal/diagnose"
 	"github.com/teardown-dev/teardown/internal/plugin"
 	"github.com/teardown-dev/teardown/internal/testenv"
 )
@@ -71,7 +72,7 @@ func run(args ...string) result {
 }
 
 // explain runs explain -o json on target (with -n ns when ns is set).
-func explain(t *testing.T, target, ns string) (*plugin.Report, int) {
+func explain(t *testing.T, target, ns string) (*diagnose.Report, int) {
 	t.Helper()
 	args := []string{"explain", target, "-o", "json"}
 	if ns != "" {
@@ -81,7 +82,7 @@ func explain(t *testing.T, target, ns string) (*plugin.Report, int) {
 	if r.code != plugin.ExitOK && r.code != plugin.ExitBlocked {
 		t.Fatalf("explain %s: exit %d: %s", target, r.code, r.err)
 	}
-	rep := &plugin.Report{}
+	rep := &diagnose.Report{}
 	if err := json.Unmarshal([]byte(r.out), rep); err != nil {
 		t.Fatalf("decoding explain's JSON: %v\n%s", err, r.out)
 	}
@@ -108,12 +109,12 @@ func text(t *testing.T, file string, args ...string) result {
 	return r
 }
 
-func dump(rep *plugin.Report) string {
+func dump(rep *diagnose.Report) string {
 	data, _ := json.MarshalIndent(rep, "", "  ")
 	return string(data)
 }
 
-func find(fs []plugin.Finding, cause string) *plugin.Finding {
+func find(fs []diagnose.Finding, cause string) *diagnose.Finding {
 	for i := range fs {
 		if fs[i].Cause == cause {
 			return &fs[i]
@@ -125,7 +126,7 @@ func find(fs []plugin.Finding, cause string) *plugin.Finding {
 	return nil
 }
 
-func rootCauses(rep *plugin.Report) []string {
+func rootCauses(rep *diagnose.Report) []string {
 	var out []string
 	for _, r := range rep.RootBlockers {
 		out = append(out, r.Cause)
@@ -134,7 +135,7 @@ func rootCauses(rep *plugin.Report) []string {
 }
 
 // kcm is the report's kube-controller-manager liveness.
-func kcm(t *testing.T, rep *plugin.Report) plugin.ControllerLiveness {
+func kcm(t *testing.T, rep *diagnose.Report) diagnose.ControllerLiveness {
 	t.Helper()
 	for _, c := range rep.Controllers {
 		if c.Component == "kube-controller-manager" {
@@ -142,7 +143,7 @@ func kcm(t *testing.T, rep *plugin.Report) plugin.ControllerLiveness {
 		}
 	}
 	t.Fatalf("no kube-controller-manager liveness in the report:\n%s", dump(rep))
-	return plugin.ControllerLiveness{}
+	return diagnose.ControllerLiveness{}
 }
 
 func statusBlockers(t *testing.T) map[string]string {
@@ -222,18 +223,18 @@ func TestControllerManagerStopped(t *testing.T) {
 	// yet) and the owner with no blocking dependent are progressing; the
 	// owner with a blocking dependent waits on it (E1).
 	rep, code := explain(t, "namespace/shop", "")
-	if l := kcm(t, rep); l.State != plugin.LivenessRenewing || l.Clock != plugin.ClockAPIServer || code != plugin.ExitOK || rep.Blocked {
+	if l := kcm(t, rep); l.State != diagnose.LivenessRenewing || l.Clock != diagnose.ClockAPIServer || code != plugin.ExitOK || rep.Blocked {
 		t.Fatalf("renewing, namespace (exit %d):\n%s", code, dump(rep))
 	}
-	if f := find(rep.Findings, "NamespaceContentCleanup"); f == nil || f.Owner.State != plugin.OwnerAlive || !strings.Contains(f.Owner.Evidence[0], "and renewing: renewed ") {
+	if f := find(rep.Findings, "NamespaceContentCleanup"); f == nil || f.Owner.State != diagnose.OwnerAlive || !strings.Contains(f.Owner.Evidence[0], "and renewing: renewed ") {
 		t.Errorf("renewing, namespace owner: %+v", f)
 	}
 	rep, code = explain(t, "configmap/sidecar", "web")
-	if f := find(rep.Findings, plugin.CauseGCIdle); f == nil || f.Severity != plugin.SeverityWaiting || code != plugin.ExitOK || f.Owner.State != plugin.OwnerAlive {
+	if f := find(rep.Findings, diagnose.CauseGCIdle); f == nil || f.Severity != diagnose.SeverityWaiting || code != plugin.ExitOK || f.Owner.State != diagnose.OwnerAlive {
 		t.Errorf("renewing, foreground owner without blocking dependents (exit %d):\n%s", code, dump(rep))
 	}
 	rep, code = explain(t, "configmap/frontend", "web")
-	if f := find(rep.Findings, plugin.CauseForegroundDependents); f == nil || code != plugin.ExitBlocked || find(rep.Findings, plugin.CauseGCIdle) != nil {
+	if f := find(rep.Findings, diagnose.CauseForegroundDependents); f == nil || code != plugin.ExitBlocked || find(rep.Findings, diagnose.CauseGCIdle) != nil {
 		t.Errorf("renewing, foreground owner with a blocking dependent (exit %d):\n%s", code, dump(rep))
 	}
 	if r := text(t, "explain-kcm-renewing.txt", "explain", "namespace/shop"); r.code != plugin.ExitOK || !strings.Contains(r.out, "PROGRESSING: nothing is blocked") {
@@ -250,20 +251,20 @@ func TestControllerManagerStopped(t *testing.T) {
 	if err := env.StopControllerManager(); err != nil {
 		t.Fatal(err)
 	}
-	var l plugin.ControllerLiveness
+	var l diagnose.ControllerLiveness
 	testenv.Eventually(t, 30*time.Second, "the Lease to be past its duration", func(ctx context.Context) (bool, error) {
 		rep, _ = explain(t, "namespace/shop", "")
 		l = kcm(t, rep)
-		return l.State == plugin.LivenessNotRenewing, nil
+		return l.State == diagnose.LivenessNotRenewing, nil
 	})
 	t.Logf("kube-controller-manager judged not renewing %s after it stopped: %s", time.Since(stopped).Round(100*time.Millisecond), l.Evidence)
-	if l.LeaseDurationSeconds != 4 || l.PastDuration == "" || l.Clock != plugin.ClockAPIServer {
+	if l.LeaseDurationSeconds != 4 || l.PastDuration == "" || l.Clock != diagnose.ClockAPIServer {
 		t.Errorf("liveness: %+v", l)
 	}
 
 	// The namespace: A11, root, naming kube-controller-manager.
 	rep, code = explain(t, "namespace/shop", "")
-	f := find(rep.Findings, plugin.CauseNamespaceControllerIdle)
+	f := find(rep.Findings, diagnose.CauseNamespaceControllerIdle)
 	if f == nil || !f.Root || code != plugin.ExitBlocked || !rep.Blocked {
 		t.Fatalf("not renewing, namespace (exit %d):\n%s", code, dump(rep))
 	}
@@ -273,7 +274,7 @@ func TestControllerManagerStopped(t *testing.T) {
 	if !strings.Contains(f.Remedy, "kube-controller-manager's pod and logs") || !strings.Contains(f.Remedy, "do not strip finalizers") {
 		t.Errorf("A11 remedy = %q", f.Remedy)
 	}
-	if c := find(rep.Findings, "NamespaceContentCleanup"); c.Owner.State != plugin.OwnerDown {
+	if c := find(rep.Findings, "NamespaceContentCleanup"); c.Owner.State != diagnose.OwnerDown {
 		t.Errorf("namespace controller state %q", c.Owner.State)
 	}
 
@@ -281,12 +282,12 @@ func TestControllerManagerStopped(t *testing.T) {
 	// default --gc-stall-after is 2 minutes).
 	for _, name := range []string{"frontend", "sidecar"} {
 		rep, code = explain(t, "configmap/"+name, "web")
-		f := find(rep.Findings, plugin.CauseGCIdle)
-		if f == nil || !f.Root || code != plugin.ExitBlocked || strings.Join(rootCauses(rep), ",") != plugin.CauseGCIdle {
+		f := find(rep.Findings, diagnose.CauseGCIdle)
+		if f == nil || !f.Root || code != plugin.ExitBlocked || strings.Join(rootCauses(rep), ",") != diagnose.CauseGCIdle {
 			t.Errorf("not renewing, %s (exit %d):\n%s", name, code, dump(rep))
 			continue
 		}
-		if !notRenewing.MatchString(f.Message) || f.Owner.State != plugin.OwnerDown || !strings.Contains(f.Remedy, "bring kube-controller-manager back") {
+		if !notRenewing.MatchString(f.Message) || f.Owner.State != diagnose.OwnerDown || !strings.Contains(f.Remedy, "bring kube-controller-manager back") {
 			t.Errorf("%s E2: message %q, owner %+v, remedy %q", name, f.Message, f.Owner, f.Remedy)
 		}
 	}
@@ -319,7 +320,7 @@ func TestControllerManagerStopped(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep, code = explain(t, "namespace/shop", "")
-	if l := kcm(t, rep); l.State != plugin.LivenessGone || l.LeaderElection || code != plugin.ExitOK {
+	if l := kcm(t, rep); l.State != diagnose.LivenessGone || l.LeaderElection || code != plugin.ExitOK {
 		t.Errorf("gone, no leader election (exit %d):\n%s", code, dump(rep))
 	}
 	if r := text(t, "explain-kcm-gone.txt", "explain", "namespace/shop"); r.code != plugin.ExitOK || strings.Contains(r.out, "nothing is blocked") || !strings.Contains(r.out, "WAITING: no blocker found yet, but it waits on kube-controller-manager, whose liveness is not known: there is no Lease kube-system/kube-controller-manager") {
@@ -332,13 +333,13 @@ func TestControllerManagerStopped(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep, code = explain(t, "namespace/shop", "")
-	f = find(rep.Findings, plugin.CauseNamespaceControllerIdle)
-	if l := kcm(t, rep); l.State != plugin.LivenessGone || !l.LeaderElection || code != plugin.ExitBlocked || f == nil || !f.Root ||
+	f = find(rep.Findings, diagnose.CauseNamespaceControllerIdle)
+	if l := kcm(t, rep); l.State != diagnose.LivenessGone || !l.LeaderElection || code != plugin.ExitBlocked || f == nil || !f.Root ||
 		!strings.Contains(f.Message, "kube-controller-manager is not running: there is no Lease kube-system/kube-controller-manager although the control plane elects leaders (Lease kube-system/kube-scheduler exists)") {
 		t.Errorf("gone where leaders are elected (exit %d):\n%s", code, dump(rep))
 	}
 	rep, code = explain(t, "configmap/sidecar", "web")
-	if f := find(rep.Findings, plugin.CauseGCIdle); f == nil || !f.Root || code != plugin.ExitBlocked || f.Owner.State != plugin.OwnerMissing {
+	if f := find(rep.Findings, diagnose.CauseGCIdle); f == nil || !f.Root || code != plugin.ExitBlocked || f.Owner.State != diagnose.OwnerMissing {
 		t.Errorf("gone where leaders are elected, sidecar (exit %d):\n%s", code, dump(rep))
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/teardown-dev/teardown/internal/diagnose"
 	"github.com/teardown-dev/teardown/internal/plugin"
 	"github.com/teardown-dev/teardown/internal/testenv"
 )
@@ -51,26 +52,26 @@ func run(args ...string) (string, string, int) {
 }
 
 // explain runs `explain configmap/NAME -n NS -o json` with extra flags.
-func explain(t *testing.T, ns, name string, flags ...string) (*plugin.Report, int) {
+func explain(t *testing.T, ns, name string, flags ...string) (*diagnose.Report, int) {
 	t.Helper()
 	out, errOut, code := run(append([]string{"explain", "configmap/" + name, "-n", ns, "-o", "json"}, flags...)...)
 	if code != plugin.ExitOK && code != plugin.ExitBlocked {
 		t.Fatalf("explain: exit %d: %s", code, errOut)
 	}
-	rep := &plugin.Report{}
+	rep := &diagnose.Report{}
 	if err := json.Unmarshal([]byte(out), rep); err != nil {
 		t.Fatalf("decoding explain's JSON: %v\n%s", err, out)
 	}
 	return rep, code
 }
 
-func dump(rep *plugin.Report) string {
+func dump(rep *diagnose.Report) string {
 	data, _ := json.MarshalIndent(rep, "", "  ")
 	return string(data)
 }
 
 // gcFinding is the finding of the garbage collector's finalizer.
-func gcFinding(t *testing.T, rep *plugin.Report, finalizer string) plugin.Finding {
+func gcFinding(t *testing.T, rep *diagnose.Report, finalizer string) diagnose.Finding {
 	t.Helper()
 	for _, f := range rep.Findings {
 		if f.Finalizer == finalizer {
@@ -78,7 +79,7 @@ func gcFinding(t *testing.T, rep *plugin.Report, finalizer string) plugin.Findin
 		}
 	}
 	t.Fatalf("no finding for %s:\n%s", finalizer, dump(rep))
-	return plugin.Finding{}
+	return diagnose.Finding{}
 }
 
 // summary is what the tests pin of a finding: everything but its wording.
@@ -89,7 +90,7 @@ type summary struct {
 	Children                                          []string
 }
 
-func summarize(f plugin.Finding) summary {
+func summarize(f diagnose.Finding) summary {
 	s := summary{Cause: f.Cause, Catalog: f.Catalog, Severity: f.Severity, FixOwner: f.FixOwner, Remedy: f.Remedy, Leaks: f.Leaks, Root: f.Root}
 	if f.Owner != nil {
 		s.OwnerComponent, s.OwnerState = f.Owner.Component, f.Owner.State
@@ -106,7 +107,7 @@ func summarize(f plugin.Finding) summary {
 }
 
 // rootCauses lists the report's root blockers as "Cause Name".
-func rootCauses(rep *plugin.Report) []string {
+func rootCauses(rep *diagnose.Report) []string {
 	var out []string
 	for _, r := range rep.RootBlockers {
 		name := ""
@@ -192,7 +193,7 @@ func TestExplainGarbageCollectorNotRunning(t *testing.T) {
 	// orphaning one on the patches of its dependents (E3), and the owner
 	// with nothing left to wait on is only waiting.
 	rep, code := explain(t, ns, "frontend")
-	if f := gcFinding(t, rep, "foregroundDeletion"); f.Cause != plugin.CauseForegroundDependents || f.Catalog != "E1" {
+	if f := gcFinding(t, rep, "foregroundDeletion"); f.Cause != diagnose.CauseForegroundDependents || f.Catalog != "E1" {
 		t.Errorf("foreground owner at once (exit %d):\n%s", code, dump(rep))
 	}
 	rep, code = explain(t, ns, "legacy")
@@ -200,7 +201,7 @@ func TestExplainGarbageCollectorNotRunning(t *testing.T) {
 		t.Errorf("orphaning owner at once (exit %d):\n%s", code, dump(rep))
 	}
 	rep, code = explain(t, ns, "sidecar")
-	if f := gcFinding(t, rep, "foregroundDeletion"); f.Cause != plugin.CauseGCIdle || f.Severity != plugin.SeverityWaiting || code != plugin.ExitOK {
+	if f := gcFinding(t, rep, "foregroundDeletion"); f.Cause != diagnose.CauseGCIdle || f.Severity != diagnose.SeverityWaiting || code != plugin.ExitOK {
 		t.Errorf("foreground owner with no blocking dependent at once (exit %d):\n%s", code, dump(rep))
 	}
 
@@ -221,23 +222,23 @@ func TestExplainGarbageCollectorNotRunning(t *testing.T) {
 		message         []string
 	}{{
 		name: "frontend", finalizer: "foregroundDeletion",
-		want: summary{Cause: plugin.CauseGCIdle, Catalog: "E2", Severity: plugin.SeverityBlocker, FixOwner: "cluster operator", Remedy: fixRemedy,
+		want: summary{Cause: diagnose.CauseGCIdle, Catalog: "E2", Severity: diagnose.SeverityBlocker, FixOwner: "cluster operator", Remedy: fixRemedy,
 			Leaks:          "nothing yet; removing the finalizer now would leave the dependents behind with an ownerReference to a deleted owner, for a garbage collector to delete later",
-			OwnerComponent: gcOwner, OwnerState: plugin.OwnerUnknown, Root: true,
+			OwnerComponent: gcOwner, OwnerState: diagnose.OwnerUnknown, Root: true,
 			Children: []string{"BlockingDependent waiting frontend-cache", "BlockingDependent waiting frontend-config"}},
 		message: []string{"waits for 2 dependent(s) with blockOwnerDeletion=true, but the garbage collector has deleted none of them in ", "longer than the 1s it is given, --gc-stall-after", "it is not running or not progressing"},
 	}, {
 		name: "sidecar", finalizer: "foregroundDeletion",
-		want: summary{Cause: plugin.CauseGCIdle, Catalog: "E2", Severity: plugin.SeverityBlocker, FixOwner: "cluster operator", Remedy: idleRemedy,
+		want: summary{Cause: diagnose.CauseGCIdle, Catalog: "E2", Severity: diagnose.SeverityBlocker, FixOwner: "cluster operator", Remedy: idleRemedy,
 			Leaks:          "nothing: the garbage collector finalizers only gate dependents",
-			OwnerComponent: gcOwner, OwnerState: plugin.OwnerUnknown, Root: true},
+			OwnerComponent: gcOwner, OwnerState: diagnose.OwnerUnknown, Root: true},
 		message: []string{`no dependent with blockOwnerDeletion=true remains; the garbage collector should remove "foregroundDeletion"`, "it is not progressing (longer than the 1s it is given, --gc-stall-after)"},
 	}, {
 		name: "legacy", finalizer: "orphan",
-		want: summary{Cause: plugin.CauseGCIdle, Catalog: "E2", Severity: plugin.SeverityBlocker, FixOwner: "cluster operator",
+		want: summary{Cause: diagnose.CauseGCIdle, Catalog: "E2", Severity: diagnose.SeverityBlocker, FixOwner: "cluster operator",
 			Remedy:         "fix kube-controller-manager's garbage collector (its --controllers flag; CRDs with broken conversion webhooks); without it, remove the ownerReference from the dependents yourself (that is what orphaning does), then remove orphan",
 			Leaks:          "nothing once the dependents no longer reference it; removing orphan first lets a garbage collector delete the dependents later, which orphaning was meant to prevent",
-			OwnerComponent: gcOwner, OwnerState: plugin.OwnerUnknown, Root: true},
+			OwnerComponent: gcOwner, OwnerState: diagnose.OwnerUnknown, Root: true},
 		message: []string{`1 dependents still reference it although they can be patched; the garbage collector should remove "orphan"`, "it is not progressing (longer than the 1s it is given, --gc-stall-after)"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -251,7 +252,7 @@ func TestExplainGarbageCollectorNotRunning(t *testing.T) {
 					t.Errorf("message %q lacks %q", f.Message, m)
 				}
 			}
-			if diff := cmp.Diff([]string{plugin.CauseGCIdle + " " + tc.name}, rootCauses(rep)); diff != "" {
+			if diff := cmp.Diff([]string{diagnose.CauseGCIdle + " " + tc.name}, rootCauses(rep)); diff != "" {
 				t.Errorf("root blockers (-want +got):\n%s", diff)
 			}
 			if code != plugin.ExitBlocked || !rep.Blocked {
@@ -274,9 +275,9 @@ func TestExplainGarbageCollectorNotRunning(t *testing.T) {
 	rep, code = explain(t, ns, "checkout")
 	f := gcFinding(t, rep, "foregroundDeletion")
 	stoppedRemedy := "bring kube-controller-manager back: check kube-controller-manager's pod and logs (kubectl -n kube-system get pods -l component=kube-controller-manager; kubectl -n kube-system logs -l component=kube-controller-manager --previous), or its static pod manifest or systemd unit on the control-plane nodes; its garbage collector then deletes the dependents and removes the finalizer. Without it nothing removes the finalizer: delete the dependents yourself, then remove foregroundDeletion, which is low-risk once nothing depends on the owner"
-	want := summary{Cause: plugin.CauseGCIdle, Catalog: "E2", Severity: plugin.SeverityBlocker, FixOwner: "cluster operator", Remedy: stoppedRemedy,
+	want := summary{Cause: diagnose.CauseGCIdle, Catalog: "E2", Severity: diagnose.SeverityBlocker, FixOwner: "cluster operator", Remedy: stoppedRemedy,
 		Leaks:          "nothing yet; removing the finalizer now would leave the dependents behind with an ownerReference to a deleted owner, for a garbage collector to delete later",
-		OwnerComponent: gcOwner, OwnerState: plugin.OwnerDown, Root: true,
+		OwnerComponent: gcOwner, OwnerState: diagnose.OwnerDown, Root: true,
 		Children: []string{"BlockingDependent waiting checkout-config"}}
 	if diff := cmp.Diff(want, summarize(f)); diff != "" || code != plugin.ExitBlocked {
 		t.Errorf("E2 from a stale Lease (exit %d; -want +got):\n%s\n%s", code, diff, dump(rep))

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/teardown-dev/teardown/internal/diagnose"
 	"github.com/teardown-dev/teardown/internal/plugin"
 	"github.com/teardown-dev/teardown/internal/testenv"
 )
@@ -48,20 +49,20 @@ func run(args ...string) (string, string, int) {
 	return out.String(), errOut.String(), code
 }
 
-func explain(t *testing.T, ns string) (*plugin.Report, int) {
+func explain(t *testing.T, ns string) (*diagnose.Report, int) {
 	t.Helper()
 	out, errOut, code := run("explain", "namespace/"+ns, "-o", "json")
 	if code != plugin.ExitOK && code != plugin.ExitBlocked {
 		t.Fatalf("explain: exit %d: %s", code, errOut)
 	}
-	rep := &plugin.Report{}
+	rep := &diagnose.Report{}
 	if err := json.Unmarshal([]byte(out), rep); err != nil {
 		t.Fatalf("decoding explain's JSON: %v\n%s", err, out)
 	}
 	return rep, code
 }
 
-func find(fs []plugin.Finding, cause string) *plugin.Finding {
+func find(fs []diagnose.Finding, cause string) *diagnose.Finding {
 	for i := range fs {
 		if fs[i].Cause == cause {
 			return &fs[i]
@@ -95,12 +96,12 @@ func TestExplainNamespaceControllerNotRunning(t *testing.T) {
 
 	// Inside the first minute it may still be the controller's first pass.
 	rep, code := explain(t, ns)
-	if f := find(rep.Findings, plugin.CauseNamespaceControllerIdle); f != nil || code != plugin.ExitOK {
+	if f := find(rep.Findings, diagnose.CauseNamespaceControllerIdle); f != nil || code != plugin.ExitOK {
 		t.Errorf("A11 reported too early (exit %d): %+v", code, f)
 	}
 
 	deadline := time.Now().Add(100 * time.Second)
-	var f *plugin.Finding
+	var f *diagnose.Finding
 	for f == nil {
 		if time.Now().After(deadline) {
 			data, _ := json.MarshalIndent(rep, "", "  ")
@@ -112,9 +113,9 @@ func TestExplainNamespaceControllerNotRunning(t *testing.T) {
 		case <-time.After(2 * time.Second):
 		}
 		rep, code = explain(t, ns)
-		f = find(rep.Findings, plugin.CauseNamespaceControllerIdle)
+		f = find(rep.Findings, diagnose.CauseNamespaceControllerIdle)
 	}
-	if f.Catalog != "A11" || f.Severity != plugin.SeverityBlocker || code != plugin.ExitBlocked {
+	if f.Catalog != "A11" || f.Severity != diagnose.SeverityBlocker || code != plugin.ExitBlocked {
 		t.Errorf("A11 finding (exit %d): %+v", code, f)
 	}
 	if !strings.Contains(f.Message, "the namespace controller has written no condition") || !strings.Contains(f.Message, "--controllers") {
@@ -125,7 +126,7 @@ func TestExplainNamespaceControllerNotRunning(t *testing.T) {
 	}
 	roots := 0
 	for _, r := range rep.RootBlockers {
-		if r.Cause == plugin.CauseNamespaceControllerIdle {
+		if r.Cause == diagnose.CauseNamespaceControllerIdle {
 			roots++
 		}
 	}
@@ -168,7 +169,7 @@ func TestExplainNamespaceControllerNotRunning(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep, code = explain(t, fresh)
-	f = find(rep.Findings, plugin.CauseNamespaceControllerIdle)
+	f = find(rep.Findings, diagnose.CauseNamespaceControllerIdle)
 	if f == nil || code != plugin.ExitBlocked || !strings.Contains(f.Message, "kube-controller-manager is not renewing its Lease: Lease kube-system/kube-controller-manager (holder \"master-0_0b7c\") was last renewed 10m ago, 9m45s past its 15s lease duration") {
 		data, _ := json.MarshalIndent(rep, "", "  ")
 		t.Errorf("a stale kube-controller-manager Lease is not reported at once (exit %d):\n%s", code, data)

@@ -3,7 +3,7 @@ Copyright 2026 The Teardown Authors.
 SPDX-License-Identifier: Apache-2.0
 */
 
-package plugin
+package diagnose
 
 import (
 	"context"
@@ -12,11 +12,30 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
+
+// Causes of this family (see report.go).
+const (
+	CauseDiscoveryFailed           = "DiscoveryFailed"           // A1
+	CauseGroupVersionParsingFailed = "GroupVersionParsingFailed" // A4
+	CauseContentDeletionFailed     = "ContentDeletionFailed"     // A5
+	CauseContentWithFinalizers     = "ContentRemainingWithFinalizers"
+	CauseContentWithoutFinalizers  = "ContentRemainingWithoutFinalizers"
+	CausePodsFirst                 = "PodsDeletedFirst"           // KEP-5080
+	CauseForeignSpecFinalizer      = "ForeignSpecFinalizer"       // A10
+	CauseNamespaceControllerIdle   = "NamespaceControllerIdle"    // A11
+	CauseOrphanedContent           = "OrphanedInDeletedNamespace" // A12
+)
+
+// namespaceEntries are the namespace controller's token.
+var namespaceEntries = []Entry{
+	{Finalizer: "kubernetes", Kinds: []string{"Namespace"}, Component: "namespace controller (kube-controller-manager)", BuiltIn: true, ID: "C15",
+		Remedy: "fix what blocks the namespace controller (the findings below); it removes this token itself through /finalize",
+		Leaks:  "every object still in the namespace stays in etcd, invisible, and reappears if the namespace is recreated", Strip: StripForbidden},
+}
 
 // namespaceControllerGrace is how long a terminating namespace may go
 // without any condition before explain says the namespace controller is not
@@ -29,7 +48,7 @@ var (
 )
 
 // namespaceFindings walks §4 step 2 for a namespace.
-func (e *explainer) namespaceFindings(ctx context.Context, u *unstructured.Unstructured) []Finding {
+func (e *Explainer) namespaceFindings(ctx context.Context, u *unstructured.Unstructured) []Finding {
 	ns := &corev1.Namespace{}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, ns); err != nil {
 		return []Finding{{Cause: "Unreadable", Severity: SeverityInfo, Message: err.Error()}}
@@ -73,16 +92,9 @@ func (e *explainer) namespaceFindings(ctx context.Context, u *unstructured.Unstr
 	return out
 }
 
-func orUnknown(s string) string {
-	if s == "" {
-		return "unknown"
-	}
-	return s
-}
-
 // kubernetesFinalizer explains the namespace controller's spec token: its
 // conditions, aggregated APIs, webhooks and remaining content.
-func (e *explainer) kubernetesFinalizer(ctx context.Context, ns *corev1.Namespace, ref ObjectRef) Finding {
+func (e *Explainer) kubernetesFinalizer(ctx context.Context, ns *corev1.Namespace, ref ObjectRef) Finding {
 	fd := Finding{Cause: "NamespaceContentCleanup", Catalog: "C15", Severity: SeverityWaiting, Object: &ref, Finalizer: "kubernetes", Location: "spec",
 		Owner:   &Owner{Component: "namespace controller (kube-controller-manager)", Source: SourceCatalog, State: OwnerUnknown},
 		Message: "the namespace controller deletes the content, then removes this token through /finalize",
@@ -99,11 +111,11 @@ func (e *explainer) kubernetesFinalizer(ctx context.Context, ns *corev1.Namespac
 	kcm := e.kcmLiveness(ctx)
 	fd.Owner.State = kcm.ownerState()
 	fd.Owner.Evidence = []string{kcm.Evidence}
-	if since := e.now.Sub(ns.DeletionTimestamp.Time); (len(conds) == 0 && since > namespaceControllerGrace) || kcm.stopped() {
+	if since := e.now.Sub(ns.DeletionTimestamp.Time); (len(conds) == 0 && since > namespaceControllerGrace) || kcm.Stopped() {
 		why := "kube-controller-manager's namespace controller is not running: check that kube-controller-manager runs, and that its --controllers flag does not leave out the namespace controller (custom controller sets, managed control planes)"
 		remedy := "fix kube-controller-manager so the namespace controller runs (it then deletes the content and removes the kubernetes token); do not strip finalizers"
 		switch {
-		case kcm.stopped():
+		case kcm.Stopped():
 			why = kcm.why() + "; until it is back the namespace controller deletes nothing here and never removes the kubernetes token"
 			remedy = "bring kube-controller-manager back: " + kcmCheck + "; once it renews its Lease, the namespace controller deletes the content and removes the kubernetes token; do not strip finalizers"
 		case kcm.ownerState() == OwnerAlive:
@@ -114,14 +126,14 @@ func (e *explainer) kubernetesFinalizer(ctx context.Context, ns *corev1.Namespac
 			what = "the namespace controller's conditions are from its last pass"
 		}
 		fd.Children = append(fd.Children, Finding{Cause: CauseNamespaceControllerIdle, Catalog: "A11", Severity: SeverityBlocker, Object: &ref,
-			Message:  fmt.Sprintf("terminating for %s and %s: %s", age(since), what, why),
+			Message:  fmt.Sprintf("terminating for %s and %s: %s", Age(since), what, why),
 			FixOwner: "cluster operator",
 			Remedy:   remedy,
 			Leaks:    "nothing yet; stripping the kubernetes token instead would leave every object of the namespace in etcd, to reappear if the namespace is recreated"})
 	}
 	// A1/A2: every unavailable APIService blocks every terminating namespace.
 	var apiFindings []Finding
-	for _, s := range e.getAPIServices(ctx) {
+	for _, s := range e.c.getAPIServices(ctx) {
 		if f, ok := e.apiServiceFinding(ctx, s, ns.Name); ok {
 			apiFindings = append(apiFindings, f)
 		}
@@ -179,69 +191,12 @@ func (e *explainer) kubernetesFinalizer(ctx context.Context, ns *corev1.Namespac
 	return fd
 }
 
-// apiServiceFinding reports an APIService that is not Available.
-func (e *explainer) apiServiceFinding(ctx context.Context, s unstructured.Unstructured, ns string) (Finding, bool) {
-	conds, _, _ := unstructured.NestedSlice(s.Object, "status", "conditions")
-	status, reason, msg := "Unknown", "", ""
-	for _, c := range conds {
-		m, _ := c.(map[string]any)
-		if m["type"] == "Available" {
-			status, _ = m["status"].(string)
-			reason, _ = m["reason"].(string)
-			msg, _ = m["message"].(string)
-		}
-	}
-	if status == "True" {
-		return Finding{}, false
-	}
-	ref := ObjectRef{APIVersion: "apiregistration.k8s.io/v1", Kind: "APIService", Resource: "apiservices", Name: s.GetName(), UID: string(s.GetUID())}
-	svcNS, _, _ := unstructured.NestedString(s.Object, "spec", "service", "namespace")
-	svcName, _, _ := unstructured.NestedString(s.Object, "spec", "service", "name")
-	f := Finding{Cause: CauseAPIServiceUnavailable, Catalog: "A1", Severity: SeverityBlocker, Object: &ref,
-		Message:  fmt.Sprintf("APIService %s is Available=%s (%s): %s; namespace deletion needs every API group to be discoverable", s.GetName(), status, reason, msg),
-		FixOwner: "owner of the aggregated API (often the platform team)",
-		Remedy:   fmt.Sprintf("fix its backend (pods, network policy, certificates); if the API is abandoned, delete it: kubectl delete apiservice %s", s.GetName()),
-		Leaks:    "deleting the APIService only removes the group from discovery; data held by the aggregated server stays there"}
-	if svcName != "" {
-		if ev, _ := e.serviceBackend(ctx, svcNS, svcName); ev != "" {
-			f.Message += "; " + ev
-		}
-	}
-	if svcNS == ns {
-		f.Cause, f.Catalog = CauseAPIServiceBackendInNamespace, "A2"
-		f.Message = fmt.Sprintf("APIService %s is served from Service %s/%s inside the namespace being deleted: deleting the namespace killed its backend, and the missing API now blocks the namespace (Available=%s, %s)", s.GetName(), svcNS, svcName, status, reason)
-		f.FixOwner = "operator vendor; cluster admin"
-		f.Remedy = fmt.Sprintf("delete the APIService (kubectl delete apiservice %s), or reinstall its backend in another namespace", s.GetName())
-	}
-	return f, true
-}
-
-func (e *explainer) webhookFinding(ctx context.Context, w webhookInfo, ns string) Finding {
-	ref := ObjectRef{APIVersion: "admissionregistration.k8s.io/v1", Kind: w.Kind, Name: w.Config}
-	backend := w.URL
-	if w.Service != nil {
-		backend = fmt.Sprintf("Service %s/%s", w.Service.Namespace, w.Service.Name)
-		if ev, _ := e.serviceBackend(ctx, w.Service.Namespace, w.Service.Name); ev != "" {
-			backend = ev
-		}
-	}
-	f := Finding{Cause: CauseWebhookBlocksDelete, Catalog: "A5", Severity: SeverityBlocker, Object: &ref,
-		Message:  fmt.Sprintf("webhook %q (failurePolicy %s, operations %v) fails the namespace controller's deletes; backend: %s", w.Name, w.FailurePolicy, w.Operations, backend),
-		FixOwner: "webhook owner",
-		Remedy:   fmt.Sprintf("restore the webhook's backend; if its owner is being uninstalled, delete the configuration first: kubectl delete %s %s (setting failurePolicy Ignore is an admin decision to audit)", strings.ToLower(w.Kind), w.Config),
-		Leaks:    "objects the webhook would have validated are deleted without it"}
-	if w.Service != nil && w.Service.Namespace == ns {
-		f.Message += "; the webhook's backend lived in this namespace and was deleted with it"
-	}
-	return f
-}
-
 // contentFindings lists what remains in the namespace.
-func (e *explainer) contentFindings(ctx context.Context, ns *corev1.Namespace, conds map[corev1.NamespaceConditionType]corev1.NamespaceCondition) []Finding {
-	items, errs := e.c.listMeta(ctx, e.getResources(), ns.Name, "", 8)
+func (e *Explainer) contentFindings(ctx context.Context, ns *corev1.Namespace, conds map[corev1.NamespaceConditionType]corev1.NamespaceCondition) []Finding {
+	items, errs := e.c.ListMeta(ctx, e.c.getResources(), ns.Name, "", 8)
 	var out []Finding
 	podsRemain, othersLive := 0, 0
-	var with, without []metaItem
+	var with, without []MetaItem
 	for _, it := range items {
 		// Events are recreated by the system and deleted last; not content.
 		if it.Res.GVR.Resource == "events" {
@@ -271,7 +226,7 @@ func (e *explainer) contentFindings(ctx context.Context, ns *corev1.Namespace, c
 			out = append(out, Finding{Cause: "More", Severity: SeverityInfo, Message: fmt.Sprintf("%d more objects with finalizers not shown", len(with)-maxChildren)})
 			break
 		}
-		ref := it.ref()
+		ref := it.Ref()
 		gvk := it.Res.GVR.GroupVersion().WithKind(it.Res.Kind)
 		f := Finding{Cause: CauseContentWithFinalizers, Catalog: "A6", Severity: SeverityBlocker, Object: &ref,
 			Message:  fmt.Sprintf("%s remains with finalizers %v%s", ref, it.Obj.Finalizers, condMsg),
@@ -293,7 +248,7 @@ func (e *explainer) contentFindings(ctx context.Context, ns *corev1.Namespace, c
 			out = append(out, Finding{Cause: "More", Severity: SeverityInfo, Message: fmt.Sprintf("%d more objects without finalizers not shown", len(without)-maxChildren)})
 			break
 		}
-		ref := it.ref()
+		ref := it.Ref()
 		f := Finding{Cause: CauseContentWithoutFinalizers, Catalog: "A7", Severity: SeverityWaiting, Object: &ref,
 			Message: fmt.Sprintf("%s remains without finalizers; the namespace controller deletes it on its next pass", ref)}
 		if it.Res.GVR.Group == "" && it.Res.GVR.Resource == "pods" && it.Obj.DeletionTimestamp != nil {
@@ -306,8 +261,8 @@ func (e *explainer) contentFindings(ctx context.Context, ns *corev1.Namespace, c
 				}
 			}
 		} else if it.Obj.DeletionTimestamp != nil {
-			f.Message = fmt.Sprintf("%s is terminating without finalizers for %s: a controller may be recreating it (see its managedFields) or the namespace controller has not passed yet", ref, age(e.now.Sub(it.Obj.DeletionTimestamp.Time)))
-			if e.now.Sub(it.Obj.DeletionTimestamp.Time) > gcGrace {
+			f.Message = fmt.Sprintf("%s is terminating without finalizers for %s: a controller may be recreating it (see its managedFields) or the namespace controller has not passed yet", ref, Age(e.now.Sub(it.Obj.DeletionTimestamp.Time)))
+			if e.now.Sub(it.Obj.DeletionTimestamp.Time) > DefaultGCStallAfter {
 				f.Severity = SeverityBlocker
 				f.Remedy = "find the controller that writes into this namespace (managedFields manager names) and stop it"
 			}
@@ -320,4 +275,36 @@ func (e *explainer) contentFindings(ctx context.Context, ns *corev1.Namespace, c
 	return out
 }
 
-var _ = metav1.Now
+// deletedNamespace looks for objects left in a namespace that no longer
+// exists (A12), or returns notFound.
+func (e *Explainer) deletedNamespace(ctx context.Context, t Target, notFound error) (*Report, error) {
+	items, _ := e.c.ListMeta(ctx, e.c.getResources(), t.Name, "", 8)
+	var left []MetaItem
+	for _, it := range items {
+		if it.Res.GVR.Resource != "events" {
+			left = append(left, it)
+		}
+	}
+	if len(left) == 0 {
+		return nil, notFound
+	}
+	rep := &Report{APIVersion: ReportAPIVersion, Kind: "ExplainReport", Target: t.Ref()}
+	f := Finding{Cause: CauseOrphanedContent, Catalog: "A12", Severity: SeverityBlocker, Object: refPtr(t.Ref()),
+		Message:  fmt.Sprintf("namespace %s no longer exists but %d object(s) are still stored in it: it was finalized before its content was deleted", t.Name, len(left)),
+		FixOwner: "whoever removed the namespace's finalizer; cluster admin",
+		Remedy:   fmt.Sprintf("recreate the namespace (kubectl create namespace %s) so normal deletion can run, then delete it again; or delete the objects directly", t.Name),
+		Leaks:    "these objects reappear if a namespace with this name is created again"}
+	for i, it := range left {
+		if i == maxChildren {
+			f.Children = append(f.Children, Finding{Cause: "More", Severity: SeverityInfo, Message: fmt.Sprintf("%d more not shown", len(left)-maxChildren)})
+			break
+		}
+		ref := it.Ref()
+		f.Children = append(f.Children, Finding{Cause: CauseOrphanedContent, Catalog: "A12", Severity: SeverityInfo, Object: &ref,
+			Message: fmt.Sprintf("%s (finalizers %v)", ref, it.Obj.Finalizers)})
+	}
+	rep.Findings = []Finding{f}
+	rep.RootBlockers = MarkRoots(rep.Findings)
+	rep.Blocked = true
+	return rep, nil
+}

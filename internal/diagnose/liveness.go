@@ -3,12 +3,13 @@ Copyright 2026 The Teardown Authors.
 SPDX-License-Identifier: Apache-2.0
 */
 
-package plugin
+package diagnose
 
 import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -83,9 +84,9 @@ func (l ControllerLiveness) ownerState() string {
 	return OwnerUnknown
 }
 
-// stopped is true when the Lease shows the controller is not running: not
+// Stopped is true when the Lease shows the controller is not running: not
 // renewing, or gone where leaders are elected.
-func (l ControllerLiveness) stopped() bool {
+func (l ControllerLiveness) Stopped() bool {
 	s := l.ownerState()
 	return s == OwnerDown || s == OwnerMissing
 }
@@ -98,8 +99,8 @@ func (l ControllerLiveness) why() string {
 	return fmt.Sprintf("%s is not running: %s", l.Component, l.Evidence)
 }
 
-// short is status's account of a stopped controller.
-func (l ControllerLiveness) short() string {
+// Short is status's account of a stopped controller.
+func (l ControllerLiveness) Short() string {
 	switch l.State {
 	case LivenessNotRenewing:
 		if l.SinceRenewal == "" {
@@ -128,10 +129,10 @@ const (
 
 var leaderElectionWitnesses = []string{"kube-scheduler", "cloud-controller-manager"}
 
-// controllerLiveness reads kube-controller-manager's Lease (one GET; a
+// ControllerManagerLiveness reads kube-controller-manager's Lease (one GET; a
 // second, of the scheduler's, only when it is gone) and judges it against
 // the API server's clock. now is this machine's clock.
-func (c *cluster) controllerLiveness(ctx context.Context, now time.Time) ControllerLiveness {
+func (c *Cluster) ControllerManagerLiveness(ctx context.Context, now time.Time) ControllerLiveness {
 	l := ControllerLiveness{Component: "kube-controller-manager", Lease: kcmLeaseNamespace + "/" + kcmLeaseName}
 	leases := c.kube.CoordinationV1().Leases(kcmLeaseNamespace)
 	lease, err := leases.Get(ctx, kcmLeaseName, metav1.GetOptions{})
@@ -151,7 +152,7 @@ func (c *cluster) controllerLiveness(ctx context.Context, now time.Time) Control
 		return l
 	case err != nil:
 		l.State = LivenessUnknown
-		l.Evidence = fmt.Sprintf("Lease %s could not be read (%v); kube-controller-manager's liveness is unknown", l.Lease, shorten(err.Error(), 120))
+		l.Evidence = fmt.Sprintf("Lease %s could not be read (%v); kube-controller-manager's liveness is unknown", l.Lease, Shorten(err.Error(), 120))
 		return l
 	}
 	serverNow, clock := c.clock.now(now)
@@ -186,7 +187,7 @@ func (c *cluster) controllerLiveness(ctx context.Context, now time.Time) Control
 	if since < 0 {
 		since = 0
 	}
-	l.SinceRenewal = shortDuration(since.Round(time.Second))
+	l.SinceRenewal = ShortDuration(since.Round(time.Second))
 	if since > dur {
 		l.State = LivenessNotRenewing
 		// In whole seconds, and past its duration by at least one.
@@ -194,15 +195,15 @@ func (c *cluster) controllerLiveness(ctx context.Context, now time.Time) Control
 		if rounded <= dur {
 			rounded = dur + time.Second
 		}
-		l.SinceRenewal = shortDuration(rounded)
-		l.PastDuration = shortDuration(rounded - dur)
+		l.SinceRenewal = ShortDuration(rounded)
+		l.PastDuration = ShortDuration(rounded - dur)
 		l.Evidence = fmt.Sprintf("Lease %s (%s) was last renewed %s ago, %s past its %s lease duration%s",
-			l.Lease, holder, l.SinceRenewal, l.PastDuration, shortDuration(dur), clockNote)
+			l.Lease, holder, l.SinceRenewal, l.PastDuration, ShortDuration(dur), clockNote)
 		return l
 	}
 	l.State = LivenessRenewing
 	l.Evidence = fmt.Sprintf("Lease %s is held by %q and renewing: renewed %s ago, within its %s lease duration%s",
-		l.Lease, l.Holder, l.SinceRenewal, shortDuration(dur), clockNote)
+		l.Lease, l.Holder, l.SinceRenewal, ShortDuration(dur), clockNote)
 	return l
 }
 
@@ -233,6 +234,7 @@ type dateRecorder struct {
 	clock *serverClock
 }
 
+// RoundTrip records the Date header of the response.
 func (d *dateRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := d.next.RoundTrip(req)
 	if err != nil || resp == nil {
@@ -247,4 +249,69 @@ func (d *dateRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
 		d.clock.mu.Unlock()
 	}
 	return resp, nil
+}
+
+// controllerManager is kube-controller-manager's liveness, read once per
+// run (at the first caller's now).
+func (c *Cluster) controllerManager(ctx context.Context, now time.Time) ControllerLiveness {
+	c.doOnce("kcm", func() {
+		l := c.ControllerManagerLiveness(ctx, now)
+		c.mu.Lock()
+		c.kcm = l
+		c.mu.Unlock()
+	})
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.kcm
+}
+
+// controllerManager judges kube-controller-manager from its leader-election
+// Lease (kube-system/kube-controller-manager), the only liveness signal the
+// API gives for built-in controllers, read once per run: alive while it
+// renews, down once it is older than its lease duration, missing when it is
+// gone where the control plane elects leaders, unknown otherwise (leader
+// election off, a managed control plane that hides it, unreadable).
+func (e *Explainer) controllerManager(ctx context.Context) (state, evidence string) {
+	l := e.kcmLiveness(ctx)
+	return l.ownerState(), l.Evidence
+}
+
+// kcmLiveness is kube-controller-manager's liveness, read once per run.
+func (e *Explainer) kcmLiveness(ctx context.Context) ControllerLiveness {
+	return e.c.controllerManager(ctx, e.now)
+}
+
+// controllerManagerStopped makes sure no finding waits, as if in progress,
+// on a controller of a kube-controller-manager whose Lease shows it
+// stopped: nothing it runs makes progress, so such a wait is a blocker with
+// kube-controller-manager as its cause.
+func (e *Explainer) controllerManagerStopped(fs []Finding, kcm ControllerLiveness) {
+	if !kcm.Stopped() {
+		return
+	}
+	WalkFindings(fs, func(f *Finding) {
+		if f.Owner == nil || !strings.Contains(f.Owner.Component, "(kube-controller-manager)") {
+			return
+		}
+		f.Owner.State, f.Owner.Evidence = kcm.ownerState(), []string{kcm.Evidence}
+		if f.Severity != SeverityWaiting {
+			return
+		}
+		f.Severity = SeverityBlocker
+		f.Message += "; but " + kcm.why() + "; " + kcmStoppedMeaning
+		f.FixOwner = "cluster operator"
+		f.Remedy = "bring kube-controller-manager back: " + kcmCheck
+	})
+}
+
+// usesControllerManager is true when a finding waits on a controller of
+// kube-controller-manager.
+func (e *Explainer) usesControllerManager(fs []Finding) bool {
+	found := false
+	WalkFindings(fs, func(f *Finding) {
+		if f.Owner != nil && strings.Contains(f.Owner.Component, "(kube-controller-manager)") {
+			found = true
+		}
+	})
+	return found
 }

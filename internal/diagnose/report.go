@@ -3,10 +3,11 @@ Copyright 2026 The Teardown Authors.
 SPDX-License-Identifier: Apache-2.0
 */
 
-package plugin
+package diagnose
 
 import (
 	"fmt"
+	"sort"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -29,53 +30,9 @@ const (
 	SeverityInfo = "info"
 )
 
-// Causes reported by explain. They are stable identifiers: scripts match on
-// them. Catalog is the row of research/stuck-termination.md §2 they come from.
-const (
-	CauseDiscoveryFailed              = "DiscoveryFailed"              // A1
-	CauseAPIServiceUnavailable        = "APIServiceUnavailable"        // A1
-	CauseAPIServiceBackendInNamespace = "APIServiceBackendInNamespace" // A2
-	CauseGroupVersionParsingFailed    = "GroupVersionParsingFailed"    // A4
-	CauseContentDeletionFailed        = "ContentDeletionFailed"        // A5
-	CauseWebhookBlocksDelete          = "WebhookBlocksDelete"          // A5
-	CauseContentWithFinalizers        = "ContentRemainingWithFinalizers"
-	CauseContentWithoutFinalizers     = "ContentRemainingWithoutFinalizers"
-	CausePodsFirst                    = "PodsDeletedFirst"               // KEP-5080
-	CauseOwnerInTerminatingNamespace  = "OwnerInTerminatingNamespace"    // A8
-	CauseForeignSpecFinalizer         = "ForeignSpecFinalizer"           // A10
-	CauseNamespaceControllerIdle      = "NamespaceControllerIdle"        // A11
-	CauseOrphanedContent              = "OrphanedInDeletedNamespace"     // A12
-	CauseOwnerGone                    = "FinalizerOwnerGone"             // B1
-	CauseCleanupInProgress            = "CleanupInProgress"              // B2
-	CauseRemovalRejected              = "RemovalRejected"                // B3
-	CauseOwnerLacksRBAC               = "OwnerLacksRBAC"                 // B4
-	CauseOrphanFinalizer              = "OrphanFinalizer"                // B5
-	CauseOwnerUnknown                 = "FinalizerOwnerUnknown"          // B1/B5 undecided
-	CausePVCInUse                     = "PVCInUse"                       // C1
-	CausePVBound                      = "PVBound"                        // C2
-	CauseVolumeDetachBlocked          = "VolumeDetachBlocked"            // C4
-	CauseCloneInProgress              = "CloneInProgress"                // C6
-	CauseLoadBalancerCleanup          = "LoadBalancerCleanupPending"     // C7
-	CauseJobTrackingPending           = "JobTrackingPending"             // C8
-	CauseCRDInstancesRemain           = "CRDInstancesRemain"             // C9
-	CauseServiceCIDRInUse             = "ServiceCIDRInUse"               // C10
-	CauseVACInUse                     = "VolumeAttributesClassInUse"     // C11
-	CauseResourceClaimInUse           = "ResourceClaimInUse"             // C12
-	CauseIPAddressAllocated           = "IPAddressStillAllocated"        // C10
-	CausePodInGracePeriod             = "PodInGracePeriod"               // D1
-	CausePodOnNotReadyNode            = "PodOnNotReadyNode"              // D2
-	CausePodOnMissingNode             = "PodOnMissingNode"               // D2
-	CausePodNotKilled                 = "PodPastGracePeriod"             // D3
-	CauseNodeDrainBlocked             = "NodeDrainBlocked"               // D5
-	CauseDrainBlockedByPDB            = "DrainBlockedByPDB"              // D5
-	CauseForegroundDependents         = "ForegroundWaitingOnDependents"  // E1
-	CauseGCIdle                       = "GarbageCollectorNotProgressing" // E2
-	CauseOrphanDependentUnpatchable   = "OrphanDependentUnpatchable"     // E3
-	CauseDanglingOwnerReference       = "DanglingOwnerReference"         // E4
-	CauseCrossNamespaceOwnerReference = "CrossNamespaceOwnerReference"   // E4
-	CauseInvalidOwnerReference        = "InvalidOwnerReference"          // E4
-	CauseTeardownStep                 = "TeardownPolicyStep"
-)
+// Causes (the Cause constants) are declared by family, in the file of their
+// check. They are stable identifiers: scripts match on them, so one never
+// changes its value.
 
 // ObjectRef names an object in a report.
 type ObjectRef struct {
@@ -88,6 +45,7 @@ type ObjectRef struct {
 	UID       string `json:"uid,omitempty"`
 }
 
+// String is "Kind namespace/name".
 func (r ObjectRef) String() string {
 	if r.Namespace != "" {
 		return fmt.Sprintf("%s %s/%s", r.Kind, r.Namespace, r.Name)
@@ -187,17 +145,17 @@ type Report struct {
 	Controllers []ControllerLiveness `json:"controllers,omitempty"`
 }
 
-// walkFindings calls fn on every finding, depth first.
-func walkFindings(fs []Finding, fn func(f *Finding)) {
+// WalkFindings calls fn on every finding, depth first.
+func WalkFindings(fs []Finding, fn func(f *Finding)) {
 	for i := range fs {
 		fn(&fs[i])
-		walkFindings(fs[i].Children, fn)
+		WalkFindings(fs[i].Children, fn)
 	}
 }
 
-// markRoots flags blocker findings that have no blocker below them, and
+// MarkRoots flags blocker findings that have no blocker below them, and
 // returns them (without children) in tree order.
-func markRoots(fs []Finding) []Finding {
+func MarkRoots(fs []Finding) []Finding {
 	var roots []Finding
 	var visit func(f *Finding) bool
 	visit = func(f *Finding) bool {
@@ -222,4 +180,10 @@ func markRoots(fs []Finding) []Finding {
 		visit(&fs[i])
 	}
 	return roots
+}
+
+// sortFindings orders findings by severity, then cause, then object.
+func sortFindings(fs []Finding) {
+	rank := map[string]int{SeverityBlocker: 0, SeverityWaiting: 1, SeverityWarning: 2, SeverityInfo: 3}
+	sort.SliceStable(fs, func(i, j int) bool { return rank[fs[i].Severity] < rank[fs[j].Severity] })
 }

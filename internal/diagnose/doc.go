@@ -1,0 +1,36 @@
+/*
+Copyright 2026 The Teardown Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+// Package diagnose is the engine behind `kubectl teardown explain`: it names
+// why an object (or a namespace) is stuck in deletion, down to the root
+// blocker, with the remedy and what removing a finalizer by hand would leak.
+//
+// It links no cobra, no cli-runtime and no controller-runtime, so the plugin
+// stays lean and the controller can run the same analysis.
+//
+//   - cluster.go: Cluster, the one access to the API server. It reads once
+//     per run what every explanation needs (discovery, CRDs, APIServices,
+//     Teardown policies, workloads, namespaces, the metadata of whole
+//     namespaces through paginated lists, kube-controller-manager's Lease)
+//     and shares it between every object explained with it.
+//   - engine.go: Explainer, which walks one target's finalizers and asks the
+//     catalog for the check of each.
+//   - catalog.go: Entry, a well-known finalizer with its id, texts and
+//     check; the entries themselves live in the file of their family.
+//   - one file per family of causes: namespace.go (A), apiavailability.go
+//     (aggregated APIs and webhooks, A1/A2/A5), owner.go (who owns a
+//     finalizer and whether it is alive, B1/B2/B5, A8; workloads.go finds
+//     the workload or Lease it runs as), rbac.go (B4),
+//     removal.go (B3), volumes.go (C1–C6, C11), network.go (C7, C10),
+//     pods.go (C8, D1–D3), crd.go (C9), dra.go (C12), nodes.go (D5), gc.go
+//     (E1–E3), ownerrefs.go (E4), liveness.go (control-plane liveness),
+//     policies.go (Teardown's own policies), thirdparty.go (well-known
+//     third-party finalizers).
+//   - report.go and render.go: the Report (the JSON schema of docs/cli.md)
+//     and its human rendering, both pure.
+//   - summary.go: status's one-line blockers.
+//
+// docs/diagnose.md says how to add a cause.
+package diagnose

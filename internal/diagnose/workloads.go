@@ -1,0 +1,197 @@
+/*
+Copyright 2026 The Teardown Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package diagnose
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// This file finds the workload or Lease a finalizer's owner runs as.
+
+type workload struct {
+	Ref      ObjectRef
+	Labels   map[string]string
+	Ready    int32
+	Desired  int32
+	Deleting bool
+	// ServiceAccount its pods run as ("default" when unset).
+	ServiceAccount string
+	// Containers are the names and image names (no registry, no tag) of
+	// its pod template's containers: CSI sidecars run inside a driver's
+	// controller, named after the driver.
+	Containers []string
+}
+
+// containersOf returns the container names and image names of a pod spec.
+func containersOf(spec *corev1.PodSpec) []string {
+	var out []string
+	for _, c := range spec.Containers {
+		img := c.Image
+		if i := strings.LastIndex(img, "/"); i >= 0 {
+			img = img[i+1:]
+		}
+		if i := strings.IndexAny(img, ":@"); i >= 0 {
+			img = img[:i]
+		}
+		out = append(out, c.Name, img)
+	}
+	return out
+}
+
+// serviceAccountOf returns the ServiceAccount of a pod spec.
+func serviceAccountOf(spec *corev1.PodSpec) string {
+	if spec.ServiceAccountName != "" {
+		return spec.ServiceAccountName
+	}
+	return "default"
+}
+
+// findWorkload finds a Deployment, StatefulSet, DaemonSet or bare pod named
+// after, or labelled (app.kubernetes.io/name, app) with, a candidate.
+func (e *Explainer) findWorkload(ctx context.Context, candidates []string) (workload, bool) {
+	workloads := e.c.workloadList(ctx)
+	var best *workload
+	for i := range workloads {
+		w := &workloads[i]
+		if !workloadMatches(w.Ref.Name, w.Labels, candidates) && !containsAny(w.Containers, candidates) {
+			continue
+		}
+		if best == nil || (best.Ready == 0 && w.Ready > 0) {
+			best = w
+		}
+	}
+	if best != nil {
+		return *best, true
+	}
+	// Bare pods (an operator run as a pod, or pods of a deleted Deployment).
+	for _, c := range candidates {
+		for _, key := range []string{"app.kubernetes.io/name", "app"} {
+			l, err := e.c.kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: key + "=" + c})
+			if err != nil || len(l.Items) == 0 {
+				continue
+			}
+			p := l.Items[0]
+			ready := int32(0)
+			if podReady(&p) && p.DeletionTimestamp == nil {
+				ready = 1
+			}
+			return workload{Ref: ObjectRef{APIVersion: "v1", Kind: "Pod", Resource: "pods", Namespace: p.Namespace, Name: p.Name}, Labels: p.Labels, Ready: ready, Desired: 1, Deleting: p.DeletionTimestamp != nil,
+				ServiceAccount: serviceAccountOf(&p.Spec)}, true
+		}
+	}
+	return workload{}, false
+}
+
+type leaseInfo struct {
+	Ref      ObjectRef
+	Holder   string
+	Renewed  time.Time
+	Duration time.Duration
+}
+
+// findLease finds a coordination.k8s.io Lease named after a candidate, or
+// held by an identity that starts with one.
+func (e *Explainer) findLease(ctx context.Context, candidates []string) (leaseInfo, bool) {
+	l, err := e.c.kube.CoordinationV1().Leases("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return leaseInfo{}, false
+	}
+	for _, le := range l.Items {
+		holder := ""
+		if le.Spec.HolderIdentity != nil {
+			holder = *le.Spec.HolderIdentity
+		}
+		for _, c := range candidates {
+			if c == "" || (le.Name != c && !strings.HasPrefix(le.Name, c+"-") && !strings.HasPrefix(holder, c)) {
+				continue
+			}
+			info := leaseInfo{Ref: ObjectRef{APIVersion: "coordination.k8s.io/v1", Kind: "Lease", Resource: "leases", Namespace: le.Namespace, Name: le.Name}, Holder: holder, Duration: 15 * time.Second}
+			if le.Spec.RenewTime != nil {
+				info.Renewed = le.Spec.RenewTime.Time
+			}
+			if le.Spec.LeaseDurationSeconds != nil {
+				info.Duration = time.Duration(*le.Spec.LeaseDurationSeconds) * time.Second
+			}
+			return info, true
+		}
+	}
+	return leaseInfo{}, false
+}
+
+func containsAny(list, candidates []string) bool {
+	for _, c := range candidates {
+		if c != "" && containsString(list, c) {
+			return true
+		}
+	}
+	return false
+}
+
+// workloadMatches is the name/label rule of findWorkload.
+func workloadMatches(name string, labels map[string]string, candidates []string) bool {
+	for _, c := range candidates {
+		if c == "" {
+			continue
+		}
+		if name == c || labels["app.kubernetes.io/name"] == c || labels["app"] == c {
+			return true
+		}
+	}
+	return false
+}
+
+func replicas(p *int32) int32 {
+	if p == nil {
+		return 1
+	}
+	return *p
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// workloadList is every Deployment, StatefulSet and DaemonSet, read once
+// per run.
+func (c *Cluster) workloadList(ctx context.Context) []workload {
+	c.doOnce("workloads", func() {
+		apps := c.kube.AppsV1()
+		if l, err := apps.Deployments("").List(ctx, metav1.ListOptions{}); err == nil {
+			for _, d := range l.Items {
+				c.workloads = append(c.workloads, workload{Ref: ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Resource: "deployments", Namespace: d.Namespace, Name: d.Name},
+					Labels: d.Labels, Ready: d.Status.AvailableReplicas, Desired: replicas(d.Spec.Replicas), Deleting: d.DeletionTimestamp != nil,
+					ServiceAccount: serviceAccountOf(&d.Spec.Template.Spec), Containers: containersOf(&d.Spec.Template.Spec)})
+			}
+		}
+		if l, err := apps.StatefulSets("").List(ctx, metav1.ListOptions{}); err == nil {
+			for _, s := range l.Items {
+				c.workloads = append(c.workloads, workload{Ref: ObjectRef{APIVersion: "apps/v1", Kind: "StatefulSet", Resource: "statefulsets", Namespace: s.Namespace, Name: s.Name},
+					Labels: s.Labels, Ready: s.Status.ReadyReplicas, Desired: replicas(s.Spec.Replicas), Deleting: s.DeletionTimestamp != nil,
+					ServiceAccount: serviceAccountOf(&s.Spec.Template.Spec), Containers: containersOf(&s.Spec.Template.Spec)})
+			}
+		}
+		if l, err := apps.DaemonSets("").List(ctx, metav1.ListOptions{}); err == nil {
+			for _, d := range l.Items {
+				c.workloads = append(c.workloads, workload{Ref: ObjectRef{APIVersion: "apps/v1", Kind: "DaemonSet", Resource: "daemonsets", Namespace: d.Namespace, Name: d.Name},
+					Labels: d.Labels, Ready: d.Status.NumberAvailable, Desired: d.Status.DesiredNumberScheduled, Deleting: d.DeletionTimestamp != nil,
+					ServiceAccount: serviceAccountOf(&d.Spec.Template.Spec), Containers: containersOf(&d.Spec.Template.Spec)})
+			}
+		}
+	})
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.workloads
+}
