@@ -40,6 +40,7 @@ func main() {
 	flag.IntVar(&opts.Controller.TargetWorkers, "target-workers", opts.Controller.TargetWorkers, "Target objects reconciled at once.")
 	flag.DurationVar(&opts.Controller.AttemptTimeout, "attempt-timeout", opts.Controller.AttemptTimeout, "Longest one run of a policy's steps for one object may take.")
 	flag.DurationVar(&opts.Controller.StatusInterval, "status-interval", opts.Controller.StatusInterval, "How often policy status counts are refreshed.")
+	flag.BoolVar(&opts.Controller.EventDrivenWaits, "event-driven-waits", opts.Controller.EventDrivenWaits, "Wake a pending wait or delete step as soon as an object it waits on changes or goes (a metadata-only watch per kind the controller may list and watch), with a check every 30 s as a safety net; false checks every pending step every 2 s instead.")
 	flag.StringVar(&opts.Controller.DefaultServiceAccount, "default-service-account", opts.Controller.DefaultServiceAccount, "ServiceAccount of its own namespace that a TeardownPolicy without spec.serviceAccountName acts as; empty requires every TeardownPolicy to name one.")
 	var allowedCIDRs steps.CIDRs
 	flag.Var(&allowedCIDRs, steps.AllowedCIDRsFlag, "Destinations webhook steps may call although they are loopback, link-local, cloud metadata or unspecified addresses, as CIDR prefixes (repeated or comma-separated), such as 127.0.0.0/8 for a local test server.")

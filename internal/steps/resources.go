@@ -9,7 +9,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/interpreter"
@@ -21,7 +23,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/controller/target"
 	"github.com/teardown-dev/teardown/internal/policy"
+	"github.com/teardown-dev/teardown/internal/waits"
 )
 
 // listOptions scopes a step's resource selector: namespaced kinds are looked
@@ -82,16 +86,20 @@ func (r *Runner) delete(ctx context.Context, pol *policy.Policy, d *teardownv1al
 	if propagation == "" {
 		propagation = metav1.DeletePropagationForeground
 	}
+	watch, err := r.watchDependencies(pol, t, d.Resources, func(s *policy.Step) bool { return s.Delete == d })
+	if err != nil {
+		return transient(err)
+	}
 	var remaining []string
 	for _, res := range d.Resources {
 		gvk, opts, err := r.listOptions(pol, res, t)
 		if err != nil {
-			return transient(err)
+			return watch.finish(transient(err))
 		}
 		list := &metav1.PartialObjectMetadataList{}
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
 		if err := reader.List(ctx, list, opts...); err != nil {
-			return transient(fmt.Errorf("listing %s: %w", gvk.Kind, err))
+			return watch.finish(transient(fmt.Errorf("listing %s: %w", gvk.Kind, err)))
 		}
 		for i := range list.Items {
 			obj := &list.Items[i]
@@ -102,14 +110,14 @@ func (r *Runner) delete(ctx context.Context, pol *policy.Policy, d *teardownv1al
 			}
 			err := writer.Delete(ctx, obj, client.PropagationPolicy(propagation), client.Preconditions{UID: &obj.UID})
 			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-				return transient(fmt.Errorf("deleting %s %s: %w", gvk.Kind, client.ObjectKeyFromObject(obj), err))
+				return watch.finish(transient(fmt.Errorf("deleting %s %s: %w", gvk.Kind, client.ObjectKeyFromObject(obj), err)))
 			}
 		}
 	}
 	if len(remaining) == 0 {
-		return done()
+		return watch.finish(done())
 	}
-	return pending(0, "waiting for %d object(s) to be gone: %s", len(remaining), summarize(remaining))
+	return watch.finish(pending(0, "waiting for %d object(s) to be gone: %s", len(remaining), summarize(remaining)))
 }
 
 func (r *Runner) wait(ctx context.Context, pol *policy.Policy, cond cel.Program, w *teardownv1alpha1.WaitAction, t Target) outcome {
@@ -120,22 +128,26 @@ func (r *Runner) wait(ctx context.Context, pol *policy.Policy, cond cel.Program,
 	if cond == nil {
 		return transient(fmt.Errorf("condition %q is not compiled", orDefault(w.Condition, defaultCondition)))
 	}
+	watch, err := r.watchDependencies(pol, t, w.Resources, func(s *policy.Step) bool { return s.Wait == w })
+	if err != nil {
+		return transient(err)
+	}
 	var objects []any
 	for _, res := range w.Resources {
 		gvk, opts, err := r.listOptions(pol, res, t)
 		if err != nil {
-			return transient(err)
+			return watch.finish(transient(err))
 		}
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
 		if err := reader.List(ctx, list, opts...); err != nil {
-			return transient(fmt.Errorf("listing %s: %w", gvk.Kind, err))
+			return watch.finish(transient(fmt.Errorf("listing %s: %w", gvk.Kind, err)))
 		}
 		for _, item := range list.Items {
 			objects = append(objects, item.Object)
 		}
 	}
-	return evalCondition(ctx, cond, orDefault(w.Condition, defaultCondition), objects)
+	return watch.finish(evalCondition(ctx, cond, orDefault(w.Condition, defaultCondition), objects))
 }
 
 // defaultCondition is a wait step's condition when it names none, as
@@ -211,4 +223,86 @@ func summarize(names []string) string {
 		return strings.Join(names, ", ")
 	}
 	return fmt.Sprintf("%s and %d more", strings.Join(names[:shown], ", "), len(names)-shown)
+}
+
+// stepWatch is a pending wait or delete step's registration with
+// Runner.Waits: the step runs again as soon as an object it depends on
+// changes or goes, instead of at its next poll.
+//
+// The watch behind it runs as the controller, but it only wakes the step:
+// the step still reads what it decides on with its own identity (a
+// TeardownPolicy's as its ServiceAccount, identity.go), in the namespace
+// and with the selectors it always reads, so no object of another tenant
+// ever reaches it.
+type stepWatch struct {
+	registry *waits.Registry
+	target   target.Request
+	owner    string
+	covered  bool
+}
+
+// watchDependencies registers the step of pol that isStep finds as waiting
+// on resources for t, before they are read (so no change between the read
+// and the registration goes unseen). nil when steps poll (no Runner.Waits).
+func (r *Runner) watchDependencies(pol *policy.Policy, t Target, resources []teardownv1alpha1.ResourceSelector, isStep func(*policy.Step) bool) (*stepWatch, error) {
+	if r.Waits == nil {
+		return nil, nil
+	}
+	i := slices.IndexFunc(pol.Steps, func(s policy.Step) bool { return isStep(&s) })
+	if i < 0 {
+		return nil, nil
+	}
+	deps := make([]waits.Dependency, 0, len(resources))
+	for _, res := range resources {
+		gvk, opts, err := r.listOptions(pol, res, t)
+		if err != nil {
+			return nil, err
+		}
+		scope := (&client.ListOptions{}).ApplyOptions(opts)
+		deps = append(deps, waits.Dependency{GVK: gvk, Namespace: scope.Namespace, Selector: scope.LabelSelector})
+	}
+	w := &stepWatch{
+		registry: r.Waits,
+		target:   target.RequestFor(t.GVK, client.ObjectKeyFromObject(t.Obj)),
+		owner:    pol.Ref.String() + " step " + pol.Steps[i].Name,
+	}
+	w.covered = r.Waits.Register(w.target, w.owner, deps, r.timeLeft(pol, i, t))
+	return w, nil
+}
+
+// timeLeft is how long step i of pol has until its timeout, plus a second
+// so the run that comes then finds it passed; 0 when it has none. A step
+// with no record of its start (first run, or a cleanup under an older key)
+// counts from now.
+func (r *Runner) timeLeft(pol *policy.Policy, i int, t Target) time.Duration {
+	timeout := pol.Steps[i].Timeout
+	if timeout == nil || timeout.Duration <= 0 {
+		return 0
+	}
+	now := r.now()
+	since := now
+	if pos := Resume(t.Obj, pol, pol.Key, now); pos.Index == i && !pos.Since.IsZero() {
+		since = pos.Since
+	}
+	return max(timeout.Duration-now.Sub(since)+time.Second, time.Second)
+}
+
+// finish applies the registration to the step's outcome: a step that is no
+// longer pending is forgotten; a pending step whose every dependency is
+// watched needs no requeue (after 0: the registry wakes it when one changes,
+// and after its safety net at the latest); any other keeps polling.
+//
+// No requeue, rather than a requeue after the safety net: the finalizer
+// library holds a pending cleanup back until the check-again time it
+// recorded (pkg/finalizer, waitBeforeNextAttempt), which would hold back
+// every wake too.
+func (w *stepWatch) finish(out outcome) outcome {
+	switch {
+	case w == nil:
+	case out.done || out.err != nil:
+		w.registry.Forget(w.target, w.owner)
+	case w.covered:
+		out.after = 0
+	}
+	return out
 }

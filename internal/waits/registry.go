@@ -114,6 +114,7 @@ type Registry struct {
 	// older than MinInterval are swept.
 	recent     map[target.Request]time.Time
 	sweepAbove int
+	timers     uint64 // timers armed so far
 }
 
 // waiting is one target's registrations and its timer.
@@ -124,6 +125,7 @@ type waiting struct {
 	// by MinInterval.
 	timer *time.Timer
 	due   time.Time
+	gen   uint64 // the timer's number: a stopped timer that fired anyway is ignored
 }
 
 // New returns a Registry; add it to the manager (it is a Runnable) so that
@@ -301,15 +303,16 @@ func (r *Registry) armLocked(t target.Request, w *waiting, after time.Duration) 
 		w.timer.Stop()
 	}
 	w.due = due
-	var timer *time.Timer
-	timer = time.AfterFunc(after, func() { r.timerFired(t, timer) })
-	w.timer = timer
+	r.timers++
+	gen := r.timers
+	w.gen = gen
+	w.timer = time.AfterFunc(after, func() { r.timerFired(t, gen) })
 }
 
-func (r *Registry) timerFired(t target.Request, timer *time.Timer) {
+func (r *Registry) timerFired(t target.Request, gen uint64) {
 	r.mu.Lock()
 	w := r.targets[t]
-	if w == nil || w.timer != timer || r.ctx.Err() != nil {
+	if w == nil || w.timer == nil || w.gen != gen || r.ctx.Err() != nil {
 		r.mu.Unlock()
 		return // stopped or replaced
 	}

@@ -32,6 +32,7 @@ func main() {
 	var qps float64
 	var burst int
 	flag.IntVar(&opts.TargetWorkers, "target-workers", opts.TargetWorkers, "Target objects reconciled at once.")
+	flag.BoolVar(&opts.EventDrivenWaits, "event-driven-waits", opts.EventDrivenWaits, "As cmd/teardown-controller: wake pending wait and delete steps from watches; false polls them every 2 s.")
 	flag.DurationVar(&opts.StatusInterval, "status-interval", opts.StatusInterval, "How often policy status counts are refreshed.")
 	var allowedCIDRs steps.CIDRs
 	flag.Var(&allowedCIDRs, steps.AllowedCIDRsFlag, "As cmd/teardown-controller: destinations webhook steps may call although they are loopback, link-local, metadata or unspecified.")
