@@ -8,6 +8,7 @@ SPDX-License-Identifier: Apache-2.0
 package controller
 
 import (
+	"context"
 	"fmt"
 	"net/netip"
 	"time"
@@ -21,6 +22,7 @@ import (
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/internal/controller/target"
 	"github.com/teardown-dev/teardown/internal/controller/teardownpolicy"
+	"github.com/teardown-dev/teardown/internal/inuse"
 	"github.com/teardown-dev/teardown/internal/policy"
 	"github.com/teardown-dev/teardown/internal/steps"
 	"github.com/teardown-dev/teardown/internal/waits"
@@ -87,12 +89,16 @@ func NewScheme() (*runtime.Scheme, error) {
 }
 
 // CacheOptions are the manager's cache options the controller is meant to
-// run with: managedFields are dropped from every cached object, since the
-// controller never reads them and, on metadata-only objects, they are often
-// most of the bytes.
+// run with: managedFields are dropped from every cached object, and guarded
+// objects' metadata shares what it repeats (cacheTransform).
 func CacheOptions() cache.Options {
-	return cache.Options{DefaultTransform: cache.TransformStripManagedFields()}
+	return cache.Options{DefaultTransform: cacheTransform()}
 }
+
+// Unused steps read every pod and binding, through the index of
+// internal/inuse.
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings;clusterrolebindings,verbs=list;watch
 
 // Setup adds the policy and target controllers to mgr.
 func Setup(mgr ctrl.Manager, opts Options) error {
@@ -102,13 +108,22 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := targets.SetupWithManager(mgr, opts.TargetWorkers); err != nil {
 		return err
 	}
+	// The index of pods and bindings that unused steps read: idle until a
+	// policy with an unused step is served (inuse.Index.Activate).
+	uses := inuse.New(mgr.GetConfig(), func(ctx context.Context, w inuse.Waiter) {
+		targets.Wake(ctx, target.RequestFor(w.GVK, w.Key))
+	})
+	if err := mgr.Add(uses); err != nil {
+		return fmt.Errorf("adding the index of pods: %w", err)
+	}
 	runner := &steps.Runner{
 		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Mapper: mgr.GetRESTMapper(),
 		HTTP: steps.NewWebhookClients(steps.WebhookOptions{
 			AllowHTTP: opts.WebhookAllowHTTP, AllowedCIDRs: opts.WebhookAllowedCIDRs,
 			ClusterResourceNamespace: opts.ClusterResourceNamespace,
 		}),
-		Now: time.Now,
+		Now:  time.Now,
+		Uses: uses,
 		Identities: &steps.Identities{
 			Config: mgr.GetConfig(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
 			DefaultServiceAccount: opts.DefaultServiceAccount,
