@@ -238,7 +238,6 @@ type stepWatch struct {
 	registry *waits.Registry
 	target   target.Request
 	owner    string
-	covered  bool
 }
 
 // watchDependencies registers the step of pol that isStep finds as waiting
@@ -266,7 +265,7 @@ func (r *Runner) watchDependencies(pol *policy.Policy, t Target, resources []tea
 		target:   target.RequestFor(t.GVK, client.ObjectKeyFromObject(t.Obj)),
 		owner:    pol.Ref.String() + " step " + pol.Steps[i].Name,
 	}
-	w.covered = r.Waits.Register(w.target, w.owner, deps, r.timeLeft(pol, i, t))
+	r.Waits.Register(w.target, w.owner, deps, pollInterval, r.timeLeft(pol, i, t))
 	return w, nil
 }
 
@@ -288,20 +287,21 @@ func (r *Runner) timeLeft(pol *policy.Policy, i int, t Target) time.Duration {
 }
 
 // finish applies the registration to the step's outcome: a step that is no
-// longer pending is forgotten; a pending step whose every dependency is
-// watched needs no requeue (after 0: the registry wakes it when one changes,
-// and after its safety net at the latest); any other keeps polling.
+// longer pending is forgotten; a pending one needs no requeue (after 0),
+// since the registry runs it again when a dependency changes, and at the
+// latest after the safety net (every dependency watched) or the poll
+// interval (not all watched), or at its timeout.
 //
 // No requeue, rather than a requeue after the safety net: the finalizer
 // library holds a pending cleanup back until the check-again time it
-// recorded (pkg/finalizer, waitBeforeNextAttempt), which would hold back
-// every wake too.
+// records from a requeue (pkg/finalizer, waitBeforeNextAttempt), which
+// would hold back every wake too.
 func (w *stepWatch) finish(out outcome) outcome {
 	switch {
 	case w == nil:
 	case out.done || out.err != nil:
 		w.registry.Forget(w.target, w.owner)
-	case w.covered:
+	default:
 		out.after = 0
 	}
 	return out

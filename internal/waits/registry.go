@@ -162,23 +162,21 @@ func (r *Registry) Start(ctx context.Context) error {
 	return nil
 }
 
-// SafetyNet is how soon a covered step runs again with no event.
-func (r *Registry) SafetyNet() time.Duration { return r.opts.SafetyNet }
-
 // Register records that step owner of target t is pending on deps, and
-// replaces what owner registered before. within bounds how soon the step
-// must run again with no event (its timeout); 0 or more than the safety net
-// means the safety net.
+// replaces what owner registered before. It reports whether every
+// dependency is covered by a watch that runs: then a wake comes as soon as
+// one changes. Kinds not watched yet start being watched in the background,
+// if the controller may list and watch them.
 //
-// It reports whether every dependency is covered by a watch that runs: then
-// a wake comes when one changes, and the Registry itself wakes t after
-// within, so the step needs no requeue of its own. Otherwise the caller
-// keeps polling; kinds not watched yet start being watched in the
-// background, if the controller may list and watch them.
+// Whether covered or not, the Registry also times the step's next run
+// itself: after the safety net when covered, after poll otherwise, and
+// never later than timeLeft (the step's timeout; 0 for none). So the step
+// needs no requeue of its own, and the finalizer library's check-again
+// time, which holds back every reconcile before it, is never set for it.
 //
 // Call it before reading the dependencies: an event between the read and
-// the registration would otherwise be missed until the safety net.
-func (r *Registry) Register(t target.Request, owner string, deps []Dependency, within time.Duration) (covered bool) {
+// the registration would otherwise be missed until the next timed run.
+func (r *Registry) Register(t target.Request, owner string, deps []Dependency, poll, timeLeft time.Duration) (covered bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	covered = len(deps) > 0
@@ -191,31 +189,25 @@ func (r *Registry) Register(t target.Request, owner string, deps []Dependency, w
 			kept = append(kept, d) // wakes once its watch runs
 			covered = false
 		default:
-			covered = false // never woken: polled
+			covered = false // never woken: timed like a poll
 		}
 	}
 	w := r.targets[t]
-	if w != nil {
-		r.unindexLocked(t, w)
-		delete(w.owners, owner)
+	if w == nil {
+		w = &waiting{owners: map[string][]Dependency{}}
+		r.targets[t] = w
 	}
-	if len(kept) > 0 {
-		if w == nil {
-			w = &waiting{owners: map[string][]Dependency{}}
-			r.targets[t] = w
-		}
-		w.owners[owner] = kept
+	r.unindexLocked(t, w)
+	w.owners[owner] = kept
+	r.indexLocked(t, w)
+	next := poll
+	if covered {
+		next = r.opts.SafetyNet
 	}
-	if w != nil {
-		r.indexLocked(t, w)
-		if covered {
-			if within <= 0 || within > r.opts.SafetyNet {
-				within = r.opts.SafetyNet
-			}
-			r.armLocked(t, w, within)
-		}
-		r.dropIfIdleLocked(t, w)
+	if timeLeft > 0 && timeLeft < next {
+		next = timeLeft
 	}
+	r.armLocked(t, w, next)
 	registered.Set(float64(len(r.targets)))
 	return covered
 }

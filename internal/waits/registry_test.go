@@ -103,12 +103,12 @@ func TestChangedWakesMatchingTargets(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			r, w := newTestRegistry(t, nil)
-			r.Register(req("a", "web"), "p step s", []Dependency{{GVK: pods, Namespace: "a", Selector: sel(t, "app=web")}}, 0)
-			r.Register(req("b", "web-b"), "p step s", []Dependency{{GVK: pods, Namespace: "b", Selector: sel(t, "app in (web)")}}, 0)
-			r.Register(req("all", "any-pod"), "p step s", []Dependency{{GVK: pods, Selector: labels.Everything()}}, 0)
-			r.Register(req("a", "cm-everything"), "p step s", []Dependency{{GVK: configMaps, Namespace: "a"}}, 0)
-			r.Register(req("x", "gpu-nodes"), "p step s", []Dependency{{GVK: nodes, Selector: sel(t, "pool=gpu")}}, 0)
-			r.Register(req("a", "svc"), "p step s", []Dependency{{GVK: services, Namespace: "a"}}, 0)
+			r.Register(req("a", "web"), "p step s", []Dependency{{GVK: pods, Namespace: "a", Selector: sel(t, "app=web")}}, time.Hour, 0)
+			r.Register(req("b", "web-b"), "p step s", []Dependency{{GVK: pods, Namespace: "b", Selector: sel(t, "app in (web)")}}, time.Hour, 0)
+			r.Register(req("all", "any-pod"), "p step s", []Dependency{{GVK: pods, Selector: labels.Everything()}}, time.Hour, 0)
+			r.Register(req("a", "cm-everything"), "p step s", []Dependency{{GVK: configMaps, Namespace: "a"}}, time.Hour, 0)
+			r.Register(req("x", "gpu-nodes"), "p step s", []Dependency{{GVK: nodes, Selector: sel(t, "pool=gpu")}}, time.Hour, 0)
+			r.Register(req("a", "svc"), "p step s", []Dependency{{GVK: services, Namespace: "a"}}, time.Hour, 0)
 			r.changed(tc.event.gvk, tc.event.ns, tc.event.labels...)
 			if diff := cmp.Diff(tc.want, w.take()); diff != "" {
 				t.Errorf("woken (-want +got):\n%s", diff)
@@ -129,7 +129,7 @@ func TestRegisterCovered(t *testing.T) {
 		{"nothing to wait on", nil, false},
 	}
 	for _, tc := range cases {
-		if got := r.Register(req("a", tc.name), "p step s", tc.deps, 0); got != tc.want {
+		if got := r.Register(req("a", tc.name), "p step s", tc.deps, time.Hour, 0); got != tc.want {
 			t.Errorf("%s: covered = %v, want %v", tc.name, got, tc.want)
 		}
 	}
@@ -141,7 +141,7 @@ func TestRegistrationsAreOneShotAndForgotten(t *testing.T) {
 	dep := []Dependency{{GVK: pods, Namespace: "a", Selector: sel(t, "app=web")}}
 	web := labels.Set{"app": "web"}
 
-	r.Register(req("a", "t"), "p step s", dep, 0)
+	r.Register(req("a", "t"), "p step s", dep, time.Hour, 0)
 	r.changed(pods, "a", web)
 	r.changed(pods, "a", web)
 	if diff := cmp.Diff([]string{"a/t"}, w.take()); diff != "" {
@@ -153,7 +153,7 @@ func TestRegistrationsAreOneShotAndForgotten(t *testing.T) {
 
 	// The step ran again (long after) and is pending again: woken again.
 	clock = clock.Add(time.Second)
-	r.Register(req("a", "t"), "p step s", dep, 0)
+	r.Register(req("a", "t"), "p step s", dep, time.Hour, 0)
 	r.changed(pods, "a", web)
 	if diff := cmp.Diff([]string{"a/t"}, w.take()); diff != "" {
 		t.Errorf("registered again (-want +got):\n%s", diff)
@@ -161,7 +161,7 @@ func TestRegistrationsAreOneShotAndForgotten(t *testing.T) {
 
 	// The step finished: forgotten, never woken for it again.
 	clock = clock.Add(time.Second)
-	r.Register(req("a", "t"), "p step s", dep, 0)
+	r.Register(req("a", "t"), "p step s", dep, time.Hour, 0)
 	r.Forget(req("a", "t"), "p step s")
 	r.changed(pods, "a", web)
 	if diff := cmp.Diff([]string(nil), w.take()); diff != "" {
@@ -174,8 +174,8 @@ func TestRegistrationsAreOneShotAndForgotten(t *testing.T) {
 
 func TestForgetKeepsOtherSteps(t *testing.T) {
 	r, w := newTestRegistry(t, nil)
-	r.Register(req("a", "t"), "p1 step s", []Dependency{{GVK: pods, Namespace: "a"}}, 0)
-	r.Register(req("a", "t"), "p2 step s", []Dependency{{GVK: configMaps, Namespace: "a"}}, 0)
+	r.Register(req("a", "t"), "p1 step s", []Dependency{{GVK: pods, Namespace: "a"}}, time.Hour, 0)
+	r.Register(req("a", "t"), "p2 step s", []Dependency{{GVK: configMaps, Namespace: "a"}}, time.Hour, 0)
 	r.Forget(req("a", "t"), "p1 step s")
 	r.changed(pods, "a", labels.Set{})
 	r.changed(configMaps, "a", labels.Set{})
@@ -188,14 +188,14 @@ func TestWakesOfOneTargetAreSpaced(t *testing.T) {
 	r, w := newTestRegistry(t, nil)
 	r.opts.MinInterval = 300 * time.Millisecond
 	dep := []Dependency{{GVK: pods, Namespace: "a"}}
-	r.Register(req("a", "t"), "p step s", dep, 0)
+	r.Register(req("a", "t"), "p step s", dep, time.Hour, 0)
 	r.changed(pods, "a", labels.Set{})
 	start := time.Now()
 	if diff := cmp.Diff([]string{"a/t"}, w.take()); diff != "" {
 		t.Fatalf("first wake (-want +got):\n%s", diff)
 	}
 	// Pending again at once, and the pods keep changing.
-	r.Register(req("a", "t"), "p step s", dep, 0)
+	r.Register(req("a", "t"), "p step s", dep, time.Hour, 0)
 	r.changed(pods, "a", labels.Set{})
 	r.changed(pods, "a", labels.Set{})
 	if got := w.take(); len(got) != 0 {
@@ -215,9 +215,22 @@ func TestWakesOfOneTargetAreSpaced(t *testing.T) {
 	}
 }
 
-func TestSafetyNetWakesAndForgets(t *testing.T) {
+func TestTimedRunsWakeAndForget(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		deps []Dependency
+		poll, timeLeft time.Duration
+	}{
+		{"covered: the safety net, cut to the step's timeout", []Dependency{{GVK: pods, Namespace: "a"}}, time.Hour, 50 * time.Millisecond},
+		{"not covered: the poll", []Dependency{{GVK: services, Namespace: "a"}}, 50 * time.Millisecond, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testTimedRun(t, tc.deps, tc.poll, tc.timeLeft) })
+	}
+}
+
+func testTimedRun(t *testing.T, deps []Dependency, poll, timeLeft time.Duration) {
 	r, w := newTestRegistry(t, nil)
-	r.Register(req("a", "t"), "p step s", []Dependency{{GVK: pods, Namespace: "a"}}, 50*time.Millisecond)
+	r.Register(req("a", "t"), "p step s", deps, poll, timeLeft)
 	deadline := time.Now().Add(5 * time.Second)
 	var got []string
 	for len(got) == 0 && time.Now().Before(deadline) {
