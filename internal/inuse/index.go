@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -136,15 +137,23 @@ type Index struct {
 	pods, roleBindings, clusterRoleBindings cache.Indexer
 
 	waitMu sync.Mutex
-	// waiting maps a wait key to the waiters on it; keysOf is the reverse.
-	waiting map[string]map[Waiter]struct{}
-	keysOf  map[Waiter][]string
+	// waiting maps a wait key to the waiters on it; registered is the
+	// reverse, with each waiter's safety-net timer.
+	waiting    map[string]map[Waiter]struct{}
+	registered map[Waiter]*registration
+}
+
+// registration is what a waiter is registered under.
+type registration struct {
+	keys []string
+	// timer wakes the waiter if nothing else does (Recheck).
+	timer *time.Timer
 }
 
 // New returns an index that reads the cluster with config and calls wake
 // for each waiter whose use may have ended.
 func New(config *rest.Config, wake func(context.Context, Waiter)) *Index {
-	return &Index{config: config, wake: wake, waiting: map[string]map[Waiter]struct{}{}, keysOf: map[Waiter][]string{}}
+	return &Index{config: config, wake: wake, waiting: map[string]map[Waiter]struct{}{}, registered: map[Waiter]*registration{}}
 }
 
 // NeedLeaderElection: only the leader serves policies, so only it needs
@@ -281,6 +290,11 @@ func (x *Index) bindingChanged(ctx context.Context, oldObj, newObj any) {
 func (x *Index) hold(w Waiter, keys ...string) {
 	x.waitMu.Lock()
 	defer x.waitMu.Unlock()
+	reg := x.registered[w]
+	if reg == nil {
+		reg = &registration{}
+		x.registered[w] = reg
+	}
 	for _, k := range keys {
 		set := x.waiting[k]
 		if set == nil {
@@ -289,9 +303,46 @@ func (x *Index) hold(w Waiter, keys ...string) {
 		}
 		if _, ok := set[w]; !ok {
 			set[w] = struct{}{}
-			x.keysOf[w] = append(x.keysOf[w], k)
+			reg.keys = append(reg.keys, k)
 		}
 	}
+}
+
+// Recheck wakes w after d unless a change wakes it first: the safety net of
+// a pending step, which asks for no requeue of its own (pkg/finalizer would
+// hold back every wake until a requeue's time).
+func (x *Index) Recheck(w Waiter, d time.Duration) {
+	x.waitMu.Lock()
+	defer x.waitMu.Unlock()
+	reg := x.registered[w]
+	if reg == nil {
+		reg = &registration{}
+		x.registered[w] = reg
+	}
+	if reg.timer != nil {
+		reg.timer.Stop()
+	}
+	reg.timer = time.AfterFunc(d, func() {
+		x.waitMu.Lock()
+		current := x.registered[w] == reg
+		if current {
+			x.forgetLocked(w)
+		}
+		x.waitMu.Unlock()
+		if current {
+			x.wake(x.runContext(), w)
+		}
+	})
+}
+
+// runContext is the context the index runs under; Background before Start.
+func (x *Index) runContext() context.Context {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.ctx == nil {
+		return context.Background()
+	}
+	return x.ctx
 }
 
 // Forget drops every registration of w.
@@ -302,13 +353,20 @@ func (x *Index) Forget(w Waiter) {
 }
 
 func (x *Index) forgetLocked(w Waiter) {
-	for _, k := range x.keysOf[w] {
+	reg := x.registered[w]
+	if reg == nil {
+		return
+	}
+	for _, k := range reg.keys {
 		delete(x.waiting[k], w)
 		if len(x.waiting[k]) == 0 {
 			delete(x.waiting, k)
 		}
 	}
-	delete(x.keysOf, w)
+	if reg.timer != nil {
+		reg.timer.Stop()
+	}
+	delete(x.registered, w)
 }
 
 // wakeKeys wakes, and forgets, every waiter under keys.
@@ -322,6 +380,9 @@ func (x *Index) wakeKeys(ctx context.Context, keys ...string) {
 		}
 	}
 	x.waitMu.Unlock()
+	if len(woken) > 0 {
+		logf.FromContext(ctx).V(1).Info("A use may have ended; waking the cleanups that wait on it", "keys", keys, "woken", len(woken))
+	}
 	for _, w := range woken {
 		x.wake(ctx, w)
 	}
@@ -331,5 +392,5 @@ func (x *Index) wakeKeys(ctx context.Context, keys ...string) {
 func (x *Index) Waiting() int {
 	x.waitMu.Lock()
 	defer x.waitMu.Unlock()
-	return len(x.keysOf)
+	return len(x.registered)
 }

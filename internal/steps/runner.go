@@ -61,7 +61,8 @@ type Runner struct {
 	// changes (internal/waits); nil means they poll.
 	Waits *waits.Registry
 	// Uses tells unused steps which pods use their target; nil fails them.
-	Uses *inuse.Index
+	Uses           *inuse.Index
+	unusedMessages unusedMessages
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -245,7 +246,7 @@ func (r *Runner) runStep(ctx context.Context, pol *policy.Policy, key string, i 
 	case step.Wait != nil:
 		return r.wait(ctx, pol, step.Condition, step.Wait, t)
 	case step.Unused != nil:
-		return r.unused(pol, t)
+		return r.unused(pol, i, t)
 	default:
 		return transient(errors.New("step has no action"))
 	}

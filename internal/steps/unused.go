@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,9 +28,58 @@ const unusedRecheck = 30 * time.Second
 // sync wakes the step too.
 const unusedSyncRecheck = 5 * time.Second
 
+// unusedMessageRecheck is how soon a step whose message changed is checked
+// again: pkg/finalizer rewrites a pending message at most every 10 s (each
+// write is a watch event), so a change that came sooner (a second pod
+// terminating moments after the first) reaches the progress record, status
+// and Events at this run instead of at the 30 s safety net.
+const unusedMessageRecheck = 11 * time.Second
+
+// unusedMessages remembers the last message of each pending unused step, to
+// tell when it changed.
+type unusedMessages struct {
+	mu   sync.Mutex
+	last map[inuse.Waiter]unusedMessage
+}
+
+type unusedMessage struct {
+	text string
+	at   time.Time
+}
+
+// changed records msg for w and reports whether it differs from the last.
+func (m *unusedMessages) changed(w inuse.Waiter, msg string, now time.Time) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.last == nil {
+		m.last = map[inuse.Waiter]unusedMessage{}
+	}
+	if len(m.last) > 10000 {
+		// Targets released another way (a deadline, the policy's deletion)
+		// leave entries behind: drop the stale ones.
+		for k, v := range m.last {
+			if now.Sub(v.at) > time.Hour {
+				delete(m.last, k)
+			}
+		}
+	}
+	prev, ok := m.last[w]
+	if ok && prev.text == msg {
+		return false
+	}
+	m.last[w] = unusedMessage{text: msg, at: now}
+	return true
+}
+
+func (m *unusedMessages) forget(w inuse.Waiter) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.last, w)
+}
+
 // unused holds t while any pod that counts uses it (internal/inuse says
 // what counts). A TeardownPolicy sees only the pods of its own namespace.
-func (r *Runner) unused(pol *policy.Policy, t Target) outcome {
+func (r *Runner) unused(pol *policy.Policy, i int, t Target) outcome {
 	if r.Uses == nil {
 		return transient(errors.New("the controller runs without its index of pods"))
 	}
@@ -47,13 +97,47 @@ func (r *Runner) unused(pol *policy.Policy, t Target) outcome {
 	use, err := r.Uses.Check(w, gk, t.Obj.GetNamespace(), t.Obj.GetName(), scope)
 	switch {
 	case errors.Is(err, inuse.ErrNotSynced):
-		return pending(unusedSyncRecheck, "waiting for the controller's index of pods to sync")
+		return r.unusedPending(w, r.recheckWithin(pol, i, t, unusedSyncRecheck), "waiting for the controller's index of pods to sync")
 	case err != nil:
 		return transient(err)
 	case len(use.Pods) == 0:
+		r.unusedMessages.forget(w)
 		return done()
 	}
-	return pending(unusedRecheck, "%s", describeUse(gk.Kind, use))
+	msg := describeUse(gk.Kind, use)
+	recheck := unusedRecheck
+	if r.unusedMessages.changed(w, msg, r.now()) {
+		recheck = unusedMessageRecheck
+	}
+	return r.unusedPending(w, r.recheckWithin(pol, i, t, recheck), msg)
+}
+
+// recheckWithin shortens recheck to a second past step i's timeout, so that
+// a step nothing wakes still times out on time. A step with no record of
+// its start (its first run) counts from now. The policy's deadline needs
+// nothing here: pkg/finalizer requeues for it.
+func (r *Runner) recheckWithin(pol *policy.Policy, i int, t Target, recheck time.Duration) time.Duration {
+	timeout := pol.Steps[i].Timeout
+	if timeout == nil || timeout.Duration <= 0 {
+		return recheck
+	}
+	now := r.now()
+	since := now
+	if pos := Resume(t.Obj, pol, pol.Key, now); pos.Index == i && !pos.Since.IsZero() {
+		since = pos.Since
+	}
+	return min(recheck, max(timeout.Duration-now.Sub(since)+time.Second, time.Second))
+}
+
+// unusedPending is a pending outcome that asks for no requeue: the index
+// wakes the cleanup when a use it waits on ends, and after recheck at the
+// latest. A requeue time would be recorded by pkg/finalizer, which then
+// holds back every earlier wake until that time.
+func (r *Runner) unusedPending(w inuse.Waiter, recheck time.Duration, msg string) outcome {
+	r.Uses.Recheck(w, recheck)
+	out := pending(0, "%s", msg)
+	out.after = 0
+	return out
 }
 
 // describeUse says who holds an object, for a person: the pods grouped by
