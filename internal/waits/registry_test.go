@@ -217,8 +217,8 @@ func TestWakesOfOneTargetAreSpaced(t *testing.T) {
 
 func TestTimedRunsWakeAndForget(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		deps []Dependency
+		name           string
+		deps           []Dependency
 		poll, timeLeft time.Duration
 	}{
 		{"covered: the safety net, cut to the step's timeout", []Dependency{{GVK: pods, Namespace: "a"}}, time.Hour, 50 * time.Millisecond},
