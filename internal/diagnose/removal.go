@@ -7,10 +7,9 @@ package diagnose
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"strings"
 
+	"github.com/teardown-dev/teardown/pkg/finalizer/record"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -22,19 +21,19 @@ const (
 	CauseRemovalRejected = "RemovalRejected" // B3
 )
 
-// removalPatch is the test-guarded JSON patch that removes the finalizer at
-// index i, exactly what release applies.
-func removalPatch(index int, fin string) ([]byte, error) {
-	return json.Marshal([]map[string]any{
-		{"op": "test", "path": fmt.Sprintf("/metadata/finalizers/%d", index), "value": fin},
-		{"op": "remove", "path": fmt.Sprintf("/metadata/finalizers/%d", index)},
-	})
-}
+// dryRunReason is the reason explain's dry-run records in release's
+// annotation (the dry-run writes nothing).
+const dryRunReason = "kubectl teardown explain: dry-run of the removal"
 
-// dryRunRemoval sends the removal patch with dryRun=All. Nil when the check
-// could not be made (no permission to patch, object gone).
+// dryRunRemoval sends, with dryRun=All, the patch `kubectl teardown
+// release` would apply (record.RemovalPatch, with the release record that
+// lets the admission policy protecting Teardown's finalizers judge it as it
+// will judge the release), less its resourceVersion test: that only pins the
+// version release showed evidence for, and would turn any status update
+// since explain read the object into "not checked". Nil when the check
+// could not be made (no permission to patch, object gone or changed).
 func (e *Explainer) dryRunRemoval(ctx context.Context, gvr schema.GroupVersionResource, obj metav1.Object, index int, fin string) *RemovalCheck {
-	patch, err := removalPatch(index, fin)
+	patch, err := record.RemovalPatch(obj, record.Removal{Finalizer: fin, Index: index, Group: gvr.Group, KeepAttached: true, Released: record.ReleasedDryRun(fin, dryRunReason)})
 	if err != nil {
 		return nil
 	}

@@ -6,7 +6,6 @@ SPDX-License-Identifier: Apache-2.0
 package plugin
 
 import (
-	"encoding/json"
 	"testing"
 	"time"
 
@@ -35,23 +34,6 @@ func TestSplitTargetArgs(t *testing.T) {
 		if typ != c.typ || name != c.name || (err != nil) != c.wantErr {
 			t.Errorf("splitTargetArgs(%v) = %q, %q, %v", c.args, typ, name, err)
 		}
-	}
-}
-
-func TestGuardedRemoval(t *testing.T) {
-	got, err := guardedRemoval("42", 1, "example.com/x", false, "audit")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := `[{"op":"test","path":"/metadata/resourceVersion","value":"42"},{"op":"test","path":"/metadata/finalizers/1","value":"example.com/x"},{"op":"remove","path":"/metadata/finalizers/1"},{"op":"add","path":"/metadata/annotations","value":{"teardown.dev/released-finalizer":"audit"}}]`
-	if diff := cmp.Diff(want, string(got)); diff != "" {
-		t.Errorf("guardedRemoval (-want +got):\n%s", diff)
-	}
-	got, _ = guardedRemoval("42", 0, "example.com/x", true, "audit")
-	var ops []map[string]any
-	_ = json.Unmarshal(got, &ops)
-	if ops[3]["path"] != "/metadata/annotations/teardown.dev~1released-finalizer" {
-		t.Errorf("annotation op = %v", ops[3])
 	}
 }
 

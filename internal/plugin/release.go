@@ -39,7 +39,7 @@ import (
 // ValidatingAdmissionPolicy of config/admission lets a Teardown finalizer be
 // removed by someone other than the controller only when the request writes
 // this annotation anew, naming the removed key (docs/admission.md).
-const AuditAnnotation = "teardown.dev/released-finalizer"
+const AuditAnnotation = record.ReleasedAnnotation
 
 const (
 	flagFinalizer       = "finalizer"
@@ -390,31 +390,12 @@ func auditValue(rec AuditRecord) string {
 	return string(v)
 }
 
-// dryRunAuditValue is the annotation value of the dry-run: like the real
-// record it names the finalizer, so that the admission policy protecting
-// Teardown's finalizers judges the dry-run as it will judge the write.
-func dryRunAuditValue(fin, reason string) string {
-	v, _ := json.Marshal(map[string]string{"dryRun": "true", "finalizer": fin, "reason": reason})
-	return string(v)
-}
-
-// guardedRemoval is the JSON patch release applies to metadata finalizers:
-// it fails unless the object is still at rv and the finalizer still at
-// index, and it records the release in an annotation.
-func guardedRemoval(rv string, index int, fin string, hasAnnotations bool, audit string) ([]byte, error) {
-	ops := []map[string]any{
-		{"op": "test", "path": "/metadata/resourceVersion", "value": rv},
-		{"op": "test", "path": fmt.Sprintf("/metadata/finalizers/%d", index), "value": fin},
-		{"op": "remove", "path": fmt.Sprintf("/metadata/finalizers/%d", index)},
-	}
-	if audit != "" {
-		if hasAnnotations {
-			ops = append(ops, map[string]any{"op": "add", "path": "/metadata/annotations/" + strings.ReplaceAll(AuditAnnotation, "/", "~1"), "value": audit})
-		} else {
-			ops = append(ops, map[string]any{"op": "add", "path": "/metadata/annotations", "value": map[string]string{AuditAnnotation: audit}})
-		}
-	}
-	return json.Marshal(ops)
+// removal is the guarded patch of record.RemovalPatch for the finalizer at
+// index, pinned to rv, carrying released in AuditAnnotation: the patch the
+// library applies and explain dry-runs, keeping the attached record, which
+// only the controller may change.
+func (o *ReleaseOptions) removal(obj *unstructured.Unstructured, index int, rv, released string) ([]byte, error) {
+	return record.RemovalPatch(obj, record.Removal{Finalizer: o.Finalizer, Index: index, Group: o.target.GVR.Group, KeepAttached: true, ResourceVersion: rv, Released: released})
 }
 
 func (o *ReleaseOptions) dryRun(ctx context.Context, obj *unstructured.Unstructured, location string, index int, rv string) diagnose.RemovalCheck {
@@ -427,7 +408,7 @@ func (o *ReleaseOptions) dryRun(ctx context.Context, obj *unstructured.Unstructu
 		err = o.cluster.Kube().CoreV1().RESTClient().Put().Resource("namespaces").Name(ns.Name).SubResource("finalize").
 			Param("dryRun", metav1.DryRunAll).Body(ns).Do(ctx).Error()
 	} else {
-		patch, perr := guardedRemoval(rv, index, o.Finalizer, obj.GetAnnotations() != nil, dryRunAuditValue(o.Finalizer, o.Reason))
+		patch, perr := o.removal(obj, index, rv, record.ReleasedDryRun(o.Finalizer, o.Reason))
 		if perr != nil {
 			return diagnose.RemovalCheck{Error: perr.Error()}
 		}
@@ -486,7 +467,7 @@ func (o *ReleaseOptions) apply(ctx context.Context, obj *unstructured.Unstructur
 		}
 		return nil
 	}
-	patch, err := guardedRemoval(rv, index, o.Finalizer, obj.GetAnnotations() != nil, audit)
+	patch, err := o.removal(obj, index, rv, audit)
 	if err != nil {
 		return err
 	}

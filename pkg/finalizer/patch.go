@@ -11,12 +11,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/teardown-dev/teardown/pkg/finalizer/record"
 )
 
 // rbacGroup is the API group of Roles, ClusterRoles and their bindings.
@@ -64,30 +65,12 @@ func addPatch(obj client.Object, names []string, marked bool) ([]byte, error) {
 	return json.Marshal(ops)
 }
 
-// removePatch removes the entry at index i, guarded by a test that the entry
-// there is still name: a concurrent change shifts or removes it and the patch
-// fails instead of removing someone else's finalizer.
-//
-// A removal decided on an object that was not being deleted also tests that
-// it still is not: deletion starting meanwhile makes the patch fail, so a
-// release meant for a live object never skips the cleanup of a deleted one.
+// removePatch removes the entry at index i with record.RemovalPatch, the
+// guarded removal `kubectl teardown release` applies and explain dry-runs
+// too: the uid and the entry are tested, deletionTimestamp is tested null on
+// a live object, and the attached record goes in the same patch.
 func removePatch(obj client.Object, i int, name string) ([]byte, error) {
-	path := "/metadata/finalizers/" + strconv.Itoa(i)
-	ops := uidTest(obj)
-	if obj.GetDeletionTimestamp() == nil {
-		ops = append(ops, jsonPatchOp{Op: "test", Path: "/metadata/deletionTimestamp", Value: nil})
-	}
-	ops = append(ops,
-		jsonPatchOp{Op: "test", Path: path, Value: name},
-		jsonPatchOp{Op: "remove", Path: path})
-	// The attached record goes with the key it records, so that it never
-	// vouches for the same key put there later by someone else. (Not on
-	// RBAC kinds, where the escalation check would refuse the whole
-	// removal; they carry no record anyway, see add.)
-	if _, ok := obj.GetAnnotations()[AttachedAnnotation(name)]; ok && obj.GetObjectKind().GroupVersionKind().Group != rbacGroup {
-		ops = append(ops, jsonPatchOp{Op: "remove", Path: "/metadata/annotations/" + escapePointer(AttachedAnnotation(name))})
-	}
-	return json.Marshal(ops)
+	return record.RemovalPatch(obj, record.Removal{Finalizer: name, Index: i, Group: obj.GetObjectKind().GroupVersionKind().Group})
 }
 
 // attachedOps set the attached annotation of each name. An absent
