@@ -27,15 +27,16 @@ func Markdown(w io.Writer, r *Results) {
 	}
 	fmt.Fprintln(w)
 	if len(r.RSS) > 0 {
-		fmt.Fprintln(w, "| controller | guarded objects | RSS with none | RSS with them | marginal RSS/object | baseline over it | after FreeOSMemory | live heap/object |")
-		fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|")
+		fmt.Fprintln(w, "| controller | guarded objects | RSS with none | RSS with them | marginal RSS/object | baseline over it | anonymous RSS/object | after FreeOSMemory | live heap/object |")
+		fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 		for _, m := range r.RSS {
-			fmt.Fprintf(w, "| %s | %s × %d B | %.1f MiB | %.1f MiB | %s | %s | %s | %s |\n",
+			fmt.Fprintf(w, "| %s | %s × %d B | %.1f MiB | %.1f MiB | %s | %s | %s | %s | %s |\n",
 				m.Controller, thousands(m.Objects), m.DataBytes, mib(m.None), mib(m.Guarded),
-				kib(m.PerObject), times(m.VsBaseline), kib(m.FloorPerObject), kib(m.HeapPerObject))
+				kib(m.PerObject), times(m.VsBaseline), kib(m.AnonPerObject), kib(m.FloorPerObject), kib(m.HeapPerObject))
 		}
 		fmt.Fprintln(w)
 	}
+	waitsMarkdown(w, r)
 	if len(r.Targets) > 0 {
 		fmt.Fprintln(w, "| target | want | got | |")
 		fmt.Fprintln(w, "|---|---|---|---|")

@@ -50,7 +50,10 @@ type Results struct {
 	Settings Settings  `json:"settings"`
 	Runs     []Run     `json:"runs"`
 	RSS      []RSS     `json:"rss,omitempty"`
-	Targets  []Target  `json:"targets"`
+	// Waits and UnusedRSS are the wait scenarios (waits.go).
+	Waits     []WaitLatency `json:"waits,omitempty"`
+	UnusedRSS *UnusedRSS    `json:"unusedRSS,omitempty"`
+	Targets   []Target      `json:"targets"`
 }
 
 // Machine describes where the run happened.
@@ -152,6 +155,12 @@ type RSS struct {
 	Guarded int64 `json:"rssGuardedBytes"`
 	// PerObject is (Guarded-None)/Objects, in bytes.
 	PerObject float64 `json:"perObjectBytes"`
+	// The same of RssAnon: without the pages of the binary mapped from the
+	// page cache, which are code and do not grow with objects, but vary
+	// with readahead by megabytes from one start to the next.
+	AnonNone      int64   `json:"rssAnonNoneBytes"`
+	AnonGuarded   int64   `json:"rssAnonGuardedBytes"`
+	AnonPerObject float64 `json:"anonPerObjectBytes"`
 	// Floor is (RSS-RSS with none)/Objects after debug.FreeOSMemory: no
 	// garbage and no free memory left; what the process could shrink to.
 	FloorNone      int64   `json:"rssFloorNoneBytes"`

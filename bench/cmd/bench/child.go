@@ -156,11 +156,19 @@ func (c *child) exited() error {
 	}
 }
 
-// memory returns VmRSS and VmHWM in bytes.
-func (c *child) memory() (rss, hwm int64, err error) {
+// memoryUse is what /proc/PID/status says of a child's memory, in bytes.
+type memoryUse struct {
+	rss  int64 // VmRSS
+	anon int64 // RssAnon: heap, stacks; not the binary's pages from the page cache
+	hwm  int64 // VmHWM
+}
+
+// memory reads the child's memory use.
+func (c *child) memory() (memoryUse, error) {
+	var m memoryUse
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", c.pid()))
 	if err != nil {
-		return 0, 0, err
+		return m, err
 	}
 	for _, line := range strings.Split(string(data), "\n") {
 		name, value, ok := strings.Cut(line, ":")
@@ -174,15 +182,17 @@ func (c *child) memory() (rss, hwm int64, err error) {
 		kb, _ := strconv.ParseInt(fields[0], 10, 64)
 		switch name {
 		case "VmRSS":
-			rss = kb << 10
+			m.rss = kb << 10
+		case "RssAnon":
+			m.anon = kb << 10
 		case "VmHWM":
-			hwm = kb << 10
+			m.hwm = kb << 10
 		}
 	}
-	if rss == 0 {
-		return 0, 0, errors.New("no VmRSS in " + c.name + "'s /proc status")
+	if m.rss == 0 {
+		return m, errors.New("no VmRSS in " + c.name + "'s /proc status")
 	}
-	return rss, hwm, nil
+	return m, nil
 }
 
 func (c *child) get(ctx context.Context, path string) ([]byte, error) {
@@ -275,8 +285,8 @@ func (c *child) floorRSS(ctx context.Context) (int64, error) {
 	if _, err := c.get(ctx, debugserver.FreeOSMemoryPath); err != nil {
 		return 0, err
 	}
-	rss, _, err := c.memory()
-	return rss, err
+	m, err := c.memory()
+	return m.rss, err
 }
 
 // heapProfile saves a heap profile, taken after a forced garbage

@@ -10,7 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -489,7 +489,7 @@ func (b *bench) rss(ctx context.Context, controller string) (report.RSS, error) 
 	if err := b.probe(ctx, c, ns, key, false, tr); err != nil {
 		return m, err
 	}
-	if m.None, err = b.settledRSS(ctx, c); err != nil {
+	if m.None, m.AnonNone, err = b.settledRSS(ctx, c); err != nil {
 		return m, err
 	}
 	if m.HeapNone, err = c.heapInuse(ctx); err != nil {
@@ -512,7 +512,7 @@ func (b *bench) rss(ctx context.Context, controller string) (report.RSS, error) 
 	if err := c.waitIdle(ctx, adds0+float64(m.Objects), phaseTimeout(m.Objects)); err != nil {
 		return m, err
 	}
-	if m.Guarded, err = b.settledRSS(ctx, c); err != nil {
+	if m.Guarded, m.AnonGuarded, err = b.settledRSS(ctx, c); err != nil {
 		return m, err
 	}
 	if m.HeapGuarded, err = c.heapInuse(ctx); err != nil {
@@ -525,10 +525,11 @@ func (b *bench) rss(ctx context.Context, controller string) (report.RSS, error) 
 		b.logf("  heap profile of %s: %v", c.name, err)
 	}
 	m.PerObject = round(float64(m.Guarded-m.None)/float64(m.Objects), 1)
+	m.AnonPerObject = round(float64(m.AnonGuarded-m.AnonNone)/float64(m.Objects), 1)
 	m.HeapPerObject = round(float64(m.HeapGuarded-m.HeapNone)/float64(m.Objects), 1)
 	m.FloorPerObject = round(float64(m.FloorGuarded-m.FloorNone)/float64(m.Objects), 1)
-	b.logf("  %s: RSS %.1f MiB with none, %.1f MiB with %d guarded: %.0f B/object (after FreeOSMemory %.0f B/object, live heap %.0f B/object)",
-		controller, float64(m.None)/(1<<20), float64(m.Guarded)/(1<<20), m.Objects, m.PerObject, m.FloorPerObject, m.HeapPerObject)
+	b.logf("  %s: RSS %.1f MiB with none, %.1f MiB with %d guarded: %.0f B/object (anonymous %.0f B/object, after FreeOSMemory %.0f B/object, live heap %.0f B/object)",
+		controller, float64(m.None)/(1<<20), float64(m.Guarded)/(1<<20), m.Objects, m.PerObject, m.AnonPerObject, m.FloorPerObject, m.HeapPerObject)
 	// Leave no guarded object behind for the next controller's "none".
 	if _, err := b.deleteConfigMaps(ctx, ns, names, b.driverWorkers, nil); err != nil {
 		return m, err
@@ -538,23 +539,24 @@ func (b *bench) rss(ctx context.Context, controller string) (report.RSS, error) 
 
 // settledRSS waits opts.rssSettle, then returns the median of three VmRSS
 // readings a second apart.
-func (b *bench) settledRSS(ctx context.Context, c *child) (int64, error) {
+func (b *bench) settledRSS(ctx context.Context, c *child) (rss, anon int64, err error) {
 	select {
 	case <-ctx.Done():
-		return 0, ctx.Err()
+		return 0, 0, ctx.Err()
 	case <-time.After(b.opts.rssSettle):
 	}
-	var samples []int64
+	var rssSamples, anonSamples []int64
 	for i := range 3 {
 		if i > 0 {
 			time.Sleep(time.Second)
 		}
-		rss, _, err := c.memory()
+		m, err := c.memory()
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
-		samples = append(samples, rss)
+		rssSamples, anonSamples = append(rssSamples, m.rss), append(anonSamples, m.anon)
 	}
-	sort.Slice(samples, func(i, j int) bool { return samples[i] < samples[j] })
-	return samples[1], nil
+	slices.Sort(rssSamples)
+	slices.Sort(anonSamples)
+	return rssSamples[1], anonSamples[1], nil
 }
