@@ -47,13 +47,10 @@ spec:
     kind: ClusterRoleBinding
     selector: {matchLabels: {app: node-agent}}
   steps:
+  # No selector names the pods: the step finds every pod that runs as
+  # the ServiceAccount, or as a subject of the bindings.
   - name: pods-gone
-    wait:
-      resources:
-      - apiVersion: v1
-        kind: Pod
-        selector: {matchLabels: {app: node-agent}}
-      condition: size(objects) == 0
+    unused: {}
 `
 
 const (
@@ -448,7 +445,7 @@ func (s *uninstall) objectGone(ctx context.Context, st *objectState) error {
 		return fmt.Errorf("%s went while %s still needed it", st.ref, strings.Join(pods, ", "))
 	}
 	s.rbacGone = time.Now()
-	Say(s.w, "%s %s deleted: the wait step found no pod left, so the controller removed %s", s.at(), st.ref, s.key)
+	Say(s.w, "%s %s deleted: the unused step found no pod using it, so the controller removed %s", s.at(), st.ref, s.key)
 	return nil
 }
 

@@ -68,10 +68,10 @@ func TestOrderedUninstall(t *testing.T) {
 		`Uninstalling everything at once`,
 		`ClusterRole node-agent Terminating, finalizers=\[teardown.dev/agent-rbac-last\]`,
 		`policy status: guarded=3 terminating=3 blocked=3`,
-		`blockedObjects: ClusterRole node-agent: step pods-gone, StepInProgress since [0-9:]+: waiting until size\(objects\) == 0`,
+		`blockedObjects: ClusterRole node-agent: step pods-gone, StepInProgress since [0-9:]+: 2 pods of DaemonSet agents/node-agent still run with this ClusterRole's rights \(through ClusterRoleBinding node-agent\)`,
 		`kubelet: pod node-agent-1 stopped`,
 		`Pod agents/node-agent-1 deleted`,
-		`ClusterRole node-agent deleted: the wait step found no pod left`,
+		`ClusterRole node-agent deleted: the unused step found no pod using it`,
 		`policy status: guarded=0 terminating=0 blocked=0`,
 		`Done: the RBAC objects stayed Terminating while the pods shut down`,
 	}
