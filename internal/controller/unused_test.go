@@ -179,7 +179,9 @@ func TestUnusedHoldsWhilePodsUseIt(t *testing.T) {
 	mustBeReady(t, pol)
 	key := "teardown.dev/" + pol.Name
 
-	meta := func(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels} }
+	meta := func(name string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels}
+	}
 	sa := &corev1.ServiceAccount{ObjectMeta: meta(app)}
 	secret := &corev1.Secret{ObjectMeta: meta("agent-creds"), StringData: map[string]string{"token": "t"}}
 	config := &corev1.ConfigMap{ObjectMeta: meta("agent-config"), Data: map[string]string{"LEVEL": "debug"}}
