@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -419,5 +420,39 @@ func BenchmarkCheck(b *testing.B) {
 		if _, err := x.Check(w, schema.GroupKind{Kind: "ServiceAccount"}, "ns-1", "app-1", ""); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestRecheck: the safety net wakes a waiter nothing else woke, once; a
+// waiter woken or forgotten before it fires is not woken again.
+func TestRecheck(t *testing.T) {
+	x, woken := newTestIndex()
+	var mu sync.Mutex
+	x.wake = func(_ context.Context, w Waiter) {
+		mu.Lock()
+		defer mu.Unlock()
+		*woken = append(*woken, w)
+	}
+	count := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(*woken)
+	}
+	fired, forgotten, wokenFirst := waiter(saGVK, "a", "fired"), waiter(saGVK, "a", "forgotten"), waiter(saGVK, "a", "woken")
+	x.hold(wokenFirst, "k")
+	for _, w := range []Waiter{fired, forgotten, wokenFirst} {
+		x.Recheck(w, 50*time.Millisecond)
+	}
+	x.Forget(forgotten)
+	x.wakeKeys(t.Context(), "k")
+	time.Sleep(300 * time.Millisecond)
+	mu.Lock()
+	got := slices.Clone(*woken)
+	mu.Unlock()
+	if diff := cmp.Diff([]Waiter{wokenFirst, fired}, got); diff != "" {
+		t.Errorf("woken (-want +got):\n%s", diff)
+	}
+	if x.Waiting() != 0 || count() != 2 {
+		t.Errorf("%d still registered, %d wakes; want none registered, 2 wakes", x.Waiting(), count())
 	}
 }
