@@ -68,6 +68,7 @@ type options struct {
 	rssControllers  []string
 	rssBefore       string
 	runs            int
+	waitOptions
 }
 
 func main() {
@@ -94,7 +95,12 @@ func main() {
 	flag.BoolVar(&o.failOnMiss, "fail-on-miss", true, "Exit 1 when a target is missed.")
 	teardownArgs := flag.String("teardown-args", "", "Comma-separated extra flags of the teardown controller, for experiments (--target-workers=32).")
 	flag.StringVar(&childEnv, "child-env", "", "Comma-separated KEY=VALUE added to the controllers' environment, for experiments (GOGC=50, GODEBUG=memprofilerate=1).")
+	finishWaitFlags := bindWaitFlags(&o.waitOptions)
 	flag.Parse()
+	if err := finishWaitFlags(*quick); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
 	if *quick {
 		ns, rawConcurrency = "200", "16,32"
 		o.rssObjects, o.rssSettle = 2000, 5*time.Second
@@ -312,6 +318,12 @@ func run(o options) (missed bool, err error) {
 			}
 			b.res.RSS = append(b.res.RSS, m)
 		}
+	}
+	if err := b.waits(ctx); err != nil {
+		if ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+		failed = append(failed, fmt.Sprintf("wait scenarios: %v", err))
 	}
 	if calls, conns := b.webhook.calls.Load(), b.webhook.conns.Load(); calls > 0 {
 		b.logf("webhook: %d calls over %d TCP connections", calls, conns)

@@ -1,0 +1,596 @@
+/*
+Copyright 2026 The Teardown Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/bench/report"
+	"github.com/teardown-dev/teardown/pkg/finalizer"
+)
+
+// The wait scenarios' objects: in namespace waitNamespace(i), one target
+// (a ConfigMap, or a ServiceAccount for the unused step) and one user (a
+// ConfigMap, or a pod running as the ServiceAccount), both named after the
+// scenario.
+const (
+	waitTargetLabel = "bench-wait-target"
+	waitUserLabel   = "bench-wait-user"
+)
+
+func waitNamespace(i int) string { return fmt.Sprintf("wait-%04d", i) }
+
+var serviceAccounts = schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}
+
+// waitScenario is one of report.WaitScenarios as the driver runs it.
+type waitScenario struct {
+	name        string
+	unused      bool
+	eventDriven bool
+}
+
+func (s waitScenario) key() string { return "bench.teardown.dev/" + s.name }
+
+func (s waitScenario) targetResource() schema.GroupVersionResource {
+	if s.unused {
+		return serviceAccounts
+	}
+	return configMaps
+}
+
+// waits measures every wait scenario asked for, at light load and with
+// opts.waitTargets at once, and the unused step's memory.
+func (b *bench) waits(ctx context.Context) error {
+	if len(b.opts.waitScenarios) == 0 && b.opts.unusedPods == 0 {
+		return nil
+	}
+	spaces := max(b.opts.waitLight, b.opts.waitTargets)
+	b.logf("wait scenarios: %d namespaces", spaces)
+	if err := parallel(ctx, b.driverWorkers, spaces, func(ctx context.Context, i int) error {
+		_, err := b.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: waitNamespace(i)}}, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		return err
+	}); err != nil {
+		return fmt.Errorf("creating the wait scenarios' namespaces: %w", err)
+	}
+	var failed []string
+	for _, name := range b.opts.waitScenarios {
+		sc := waitScenario{name: name, unused: name == report.WaitUnused, eventDriven: name != report.WaitPolling}
+		if sc.unused {
+			if why := b.unusedMissing(ctx); why != "" {
+				b.logf("%s: skipped: %s", name, why)
+				for _, load := range []string{report.LoadLight, report.LoadAtOnce} {
+					b.res.Waits = append(b.res.Waits, report.WaitLatency{Scenario: name, Load: load, Skipped: why})
+				}
+				continue
+			}
+		}
+		if err := b.waitScenario(ctx, sc); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			b.logf("  FAILED: %v", err)
+			failed = append(failed, fmt.Sprintf("%s: %v", name, err))
+		}
+	}
+	if b.opts.unusedPods > 0 {
+		if err := b.unusedRSS(ctx); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			b.logf("  FAILED: %v", err)
+			failed = append(failed, fmt.Sprintf("memory of the unused step: %v", err))
+		}
+	}
+	b.res.FillWaitRatios()
+	if len(failed) > 0 {
+		return errors.New(strings.Join(failed, "; "))
+	}
+	return nil
+}
+
+// unusedMissing says why the unused step cannot be measured: the installed
+// CRD has no unused field (the step has not landed), or "".
+func (b *bench) unusedMissing(ctx context.Context) string {
+	pol := &teardownv1alpha1.ClusterTeardownPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "bench-unused-probe"},
+		Spec: teardownv1alpha1.TeardownPolicySpec{
+			Targets: []teardownv1alpha1.Target{{APIVersion: "v1", Kind: "ServiceAccount", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"bench": "unused-probe"}}}},
+			Steps:   []teardownv1alpha1.Step{{Name: "unused", Unused: &teardownv1alpha1.UnusedAction{}}},
+		},
+	}
+	err := b.crc.Create(ctx, pol, client.DryRunAll, client.FieldValidation("Strict"))
+	switch {
+	case err == nil:
+		return ""
+	case strings.Contains(err.Error(), "unknown field"):
+		return "the ClusterTeardownPolicy CRD has no unused field (the unused step has not landed)"
+	default:
+		return fmt.Sprintf("a policy with an unused step is refused: %v", err)
+	}
+}
+
+// waitPolicy creates the scenario's ClusterTeardownPolicy.
+func (b *bench) waitPolicy(ctx context.Context, sc waitScenario) (*teardownv1alpha1.ClusterTeardownPolicy, error) {
+	pol := &teardownv1alpha1.ClusterTeardownPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "bench-" + sc.name},
+		Spec: teardownv1alpha1.TeardownPolicySpec{
+			Finalizer: sc.key(),
+			Attach:    teardownv1alpha1.AttachAutomatic,
+			Targets: []teardownv1alpha1.Target{{APIVersion: "v1", Kind: "ConfigMap",
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{waitTargetLabel: sc.name}}}},
+			Steps: []teardownv1alpha1.Step{{Name: "users-gone", Wait: &teardownv1alpha1.WaitAction{
+				Resources: []teardownv1alpha1.ResourceSelector{{APIVersion: "v1", Kind: "ConfigMap",
+					Selector: &metav1.LabelSelector{MatchLabels: map[string]string{waitUserLabel: sc.name}}}},
+			}}},
+		},
+	}
+	if sc.unused {
+		pol.Spec.Targets[0].Kind = "ServiceAccount"
+		pol.Spec.Steps = []teardownv1alpha1.Step{{Name: "unused", Unused: &teardownv1alpha1.UnusedAction{}}}
+	}
+	if err := b.crc.Create(ctx, pol); err != nil {
+		return nil, fmt.Errorf("creating policy %s: %w", pol.Name, err)
+	}
+	return pol, waitFor(ctx, 90*time.Second, "policy "+pol.Name+" to be Ready", func() (bool, string) {
+		got := &teardownv1alpha1.ClusterTeardownPolicy{}
+		if err := b.crc.Get(ctx, client.ObjectKeyFromObject(pol), got); err != nil {
+			return false, err.Error()
+		}
+		cond := meta.FindStatusCondition(got.Status.Conditions, teardownv1alpha1.ReadyCondition)
+		if cond == nil {
+			return false, "no Ready condition"
+		}
+		return cond.Status == metav1.ConditionTrue, cond.Reason + ": " + cond.Message
+	})
+}
+
+// deleteWaitPolicy deletes the policy while its controller still runs, and
+// waits until it is gone.
+func (b *bench) deleteWaitPolicy(ctx context.Context, pol *teardownv1alpha1.ClusterTeardownPolicy) {
+	if err := b.crc.Delete(ctx, pol); err != nil {
+		b.logf("  deleting policy %s: %v", pol.Name, err)
+		return
+	}
+	if err := waitFor(ctx, time.Minute, "policy "+pol.Name+" to be gone", func() (bool, string) {
+		err := b.crc.Get(ctx, client.ObjectKeyFromObject(pol), &teardownv1alpha1.ClusterTeardownPolicy{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	}); err != nil {
+		b.logf("  %v", err)
+	}
+}
+
+// waitScenario runs one scenario's controller and policy, then measures
+// it at light load and with every target at once.
+func (b *bench) waitScenario(ctx context.Context, sc waitScenario) error {
+	b.logf("%s: light load (%d targets one at a time), then %d at once", sc.name, b.opts.waitLight, b.opts.waitTargets)
+	args := append(b.teardownFlags(), fmt.Sprintf("--event-driven-waits=%t", sc.eventDriven))
+	c, err := b.startChild("wait-"+sc.name, teardownQueues, filepath.Join(b.bin, "teardown"), args...)
+	if err != nil {
+		return err
+	}
+	defer c.stop()
+	pol, err := b.waitPolicy(ctx, sc)
+	if err != nil {
+		return err
+	}
+	defer b.deleteWaitPolicy(ctx, pol)
+	tr, err := b.trackWaits(ctx, sc)
+	if err != nil {
+		return err
+	}
+	defer tr.stop()
+
+	// Light load: one target at a time, its last user going at a random
+	// moment within the poll interval after the cleanup is pending, as a
+	// user would, unaware of the controller's schedule.
+	var light []time.Duration
+	var lightFirst, lightLast time.Time
+	for i := range b.opts.waitLight {
+		lat, sent, gone, err := b.waitOne(ctx, sc, tr, i, true)
+		if err != nil {
+			return fmt.Errorf("light load, target %d: %w", i, err)
+		}
+		light = append(light, lat)
+		if lightFirst.IsZero() {
+			lightFirst = sent
+		}
+		lightLast = gone
+	}
+	b.res.Waits = append(b.res.Waits, waitLatency(sc.name, report.LoadLight, light, lightLast.Sub(lightFirst)))
+	b.logf("  light: p50 %.3fs, p99 %.3fs", report.Percentile(light, 50), report.Percentile(light, 99))
+
+	// At once: every target pending, then every user deleted at once.
+	n := b.opts.waitTargets
+	if err := parallel(ctx, b.driverWorkers, n, func(ctx context.Context, i int) error { return b.createPair(ctx, sc, i) }); err != nil {
+		return err
+	}
+	if err := tr.waitAll(ctx, n, phaseTimeout(n), "guarded", func(s *waitState) bool { return !s.guarded.IsZero() }); err != nil {
+		return err
+	}
+	if err := parallel(ctx, b.driverWorkers, n, func(ctx context.Context, i int) error { return b.deleteTarget(ctx, sc, i) }); err != nil {
+		return err
+	}
+	if err := tr.waitAll(ctx, n, phaseTimeout(n), "pending", func(s *waitState) bool { return !s.pending.IsZero() }); err != nil {
+		return err
+	}
+	sent := make([]time.Time, n)
+	if err := parallel(ctx, b.driverWorkers, n, func(ctx context.Context, i int) error {
+		sent[i] = time.Now()
+		return b.deleteUser(ctx, sc, i)
+	}); err != nil {
+		return err
+	}
+	if err := tr.waitAll(ctx, n, phaseTimeout(n), "gone", func(s *waitState) bool { return !s.gone.IsZero() }); err != nil {
+		return err
+	}
+	lat := make([]time.Duration, n)
+	var last time.Time
+	for i := range n {
+		gone := tr.state(waitNamespace(i)).gone
+		lat[i] = gone.Sub(sent[i])
+		if gone.After(last) {
+			last = gone
+		}
+	}
+	b.res.Waits = append(b.res.Waits, waitLatency(sc.name, report.LoadAtOnce, lat, last.Sub(earliest(sent))))
+	b.logf("  %d at once: p50 %.3fs, p99 %.3fs, all gone %.2fs after the first user's deletion", n,
+		report.Percentile(lat, 50), report.Percentile(lat, 99), last.Sub(earliest(sent)).Seconds())
+	tr.reset()
+	return nil
+}
+
+func waitLatency(scenario, load string, lat []time.Duration, total time.Duration) report.WaitLatency {
+	return report.WaitLatency{
+		Scenario: scenario, Load: load, Targets: len(lat),
+		P50: round(report.Percentile(lat, 50), 4), P99: round(report.Percentile(lat, 99), 4), Max: round(report.Percentile(lat, 100), 4),
+		Seconds: round(total.Seconds(), 3), LoadAverage: loadAverage(),
+	}
+}
+
+// waitOne tears down target i alone: create its user and itself, delete
+// it, wait until its cleanup is pending, wait a random moment within the
+// poll interval, delete the user, and wait until the target is gone.
+func (b *bench) waitOne(ctx context.Context, sc waitScenario, tr *waitTracker, i int, randomPhase bool) (lat time.Duration, sent, gone time.Time, err error) {
+	ns := waitNamespace(i)
+	if err := b.createPair(ctx, sc, i); err != nil {
+		return 0, sent, gone, err
+	}
+	if err := tr.wait(ctx, ns, "guarded", func(s *waitState) bool { return !s.guarded.IsZero() }); err != nil {
+		return 0, sent, gone, err
+	}
+	if err := b.deleteTarget(ctx, sc, i); err != nil {
+		return 0, sent, gone, err
+	}
+	if err := tr.wait(ctx, ns, "pending", func(s *waitState) bool { return !s.pending.IsZero() }); err != nil {
+		return 0, sent, gone, err
+	}
+	if randomPhase {
+		time.Sleep(rand.N(2 * time.Second))
+	}
+	sent = time.Now()
+	if err := b.deleteUser(ctx, sc, i); err != nil {
+		return 0, sent, gone, err
+	}
+	if err := tr.wait(ctx, ns, "gone", func(s *waitState) bool { return !s.gone.IsZero() }); err != nil {
+		return 0, sent, gone, err
+	}
+	gone = tr.state(ns).gone
+	tr.forget(ns)
+	return gone.Sub(sent), sent, gone, nil
+}
+
+// createPair creates target i and its user.
+func (b *bench) createPair(ctx context.Context, sc waitScenario, i int) error {
+	ns := waitNamespace(i)
+	var err error
+	if sc.unused {
+		_, err = b.kube.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{
+			Name: sc.name, Labels: map[string]string{waitTargetLabel: sc.name}}}, metav1.CreateOptions{})
+		if err == nil {
+			_, err = b.kube.CoreV1().Pods(ns).Create(ctx, userPod(ns, sc.name, sc.name), metav1.CreateOptions{})
+		}
+	} else {
+		_, err = b.kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+			Name: "user-" + sc.name, Labels: map[string]string{waitUserLabel: sc.name}}}, metav1.CreateOptions{})
+		if err == nil {
+			_, err = b.kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+				Name: sc.name, Labels: map[string]string{waitTargetLabel: sc.name}}}, metav1.CreateOptions{})
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("creating the target and user of %s in %s: %w", sc.name, ns, err)
+	}
+	return nil
+}
+
+// userPod is a pod running as ServiceAccount sa: never scheduled (there is
+// no scheduler nor kubelet), so it exists, counts as a user, and goes at
+// once when deleted.
+func userPod(ns, name, sa string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{waitUserLabel: name}},
+		Spec: corev1.PodSpec{ServiceAccountName: sa, AutomountServiceAccountToken: new(bool),
+			Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}},
+	}
+}
+
+func (b *bench) deleteTarget(ctx context.Context, sc waitScenario, i int) error {
+	err := b.meta.Resource(sc.targetResource()).Namespace(waitNamespace(i)).Delete(ctx, sc.name, metav1.DeleteOptions{})
+	if err != nil {
+		return fmt.Errorf("deleting the target of %s in %s: %w", sc.name, waitNamespace(i), err)
+	}
+	return nil
+}
+
+func (b *bench) deleteUser(ctx context.Context, sc waitScenario, i int) error {
+	var err error
+	if sc.unused {
+		err = b.kube.CoreV1().Pods(waitNamespace(i)).Delete(ctx, sc.name, metav1.DeleteOptions{})
+	} else {
+		err = b.kube.CoreV1().ConfigMaps(waitNamespace(i)).Delete(ctx, "user-"+sc.name, metav1.DeleteOptions{})
+	}
+	if err != nil {
+		return fmt.Errorf("deleting the user of %s in %s: %w", sc.name, waitNamespace(i), err)
+	}
+	return nil
+}
+
+// waitState is what the watch saw of one namespace's target.
+type waitState struct {
+	guarded, pending, gone time.Time
+}
+
+// waitTracker watches a scenario's targets in every namespace (metadata
+// only) and records when each carried the key, when its cleanup was
+// pending (its progress record) and when it was gone.
+type waitTracker struct {
+	key    string
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	states map[string]*waitState
+	err    error
+}
+
+func (b *bench) trackWaits(ctx context.Context, sc waitScenario) (*waitTracker, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	w, err := b.meta.Resource(sc.targetResource()).Namespace("").Watch(ctx, metav1.ListOptions{LabelSelector: waitTargetLabel + "=" + sc.name})
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("watching the targets of %s: %w", sc.name, err)
+	}
+	t := &waitTracker{key: sc.key(), cancel: cancel, states: map[string]*waitState{}}
+	progress := finalizer.ProgressAnnotation(sc.key())
+	go func() {
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			now := time.Now()
+			obj, ok := ev.Object.(*metav1.PartialObjectMetadata)
+			if !ok {
+				if ev.Type == watch.Error {
+					t.mu.Lock()
+					t.err = fmt.Errorf("watch error: %v", ev.Object)
+					t.mu.Unlock()
+				}
+				continue
+			}
+			t.mu.Lock()
+			s := t.states[obj.Namespace]
+			if s == nil {
+				s = &waitState{}
+				t.states[obj.Namespace] = s
+			}
+			if ev.Type == watch.Deleted {
+				if s.gone.IsZero() {
+					s.gone = now
+				}
+			} else {
+				if s.guarded.IsZero() && containsString(obj.Finalizers, t.key) {
+					s.guarded = now
+				}
+				if _, ok := obj.Annotations[progress]; ok && s.pending.IsZero() && obj.DeletionTimestamp != nil {
+					s.pending = now
+				}
+			}
+			t.mu.Unlock()
+		}
+		t.mu.Lock()
+		if t.err == nil && ctx.Err() == nil {
+			t.err = errors.New("the watch of the targets ended")
+		}
+		t.mu.Unlock()
+	}()
+	return t, nil
+}
+
+func containsString(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (t *waitTracker) stop() { t.cancel() }
+
+func (t *waitTracker) state(ns string) waitState {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s := t.states[ns]; s != nil {
+		return *s
+	}
+	return waitState{}
+}
+
+// forget drops what was seen in ns, whose objects are created again later.
+func (t *waitTracker) forget(ns string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.states, ns)
+}
+
+func (t *waitTracker) reset() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.states = map[string]*waitState{}
+}
+
+func (t *waitTracker) wait(ctx context.Context, ns, what string, cond func(*waitState) bool) error {
+	return waitFor(ctx, 60*time.Second, "the target in "+ns+" to be "+what, func() (bool, string) {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if t.err != nil {
+			return false, t.err.Error()
+		}
+		s := t.states[ns]
+		return s != nil && cond(s), ""
+	})
+}
+
+func (t *waitTracker) waitAll(ctx context.Context, n int, timeout time.Duration, what string, cond func(*waitState) bool) error {
+	return waitFor(ctx, timeout, fmt.Sprintf("%d targets to be %s", n, what), func() (bool, string) {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if t.err != nil {
+			return false, t.err.Error()
+		}
+		count := 0
+		for i := range n {
+			if s := t.states[waitNamespace(i)]; s != nil && cond(s) {
+				count++
+			}
+		}
+		return count == n, fmt.Sprintf("%d of %d", count, n)
+	})
+}
+
+// unusedRSS measures the controller's memory with opts.unusedPods pods in
+// the cluster, without and then with a ClusterTeardownPolicy whose unused
+// step makes it index every pod's references.
+func (b *bench) unusedRSS(ctx context.Context) error {
+	n := b.opts.unusedPods
+	m := &report.UnusedRSS{Pods: n}
+	b.res.UnusedRSS = m
+	if why := b.unusedMissing(ctx); why != "" {
+		m.Skipped = why
+		b.logf("memory of the unused step: skipped: %s", why)
+		return nil
+	}
+	b.logf("memory of the unused step: %d pods, without and with the policy", n)
+	const ns, sa = "unused-rss-pods", "bench-rss"
+	if _, err := b.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	if _, err := b.kube.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	if err := parallel(ctx, b.driverWorkers, n, func(ctx context.Context, i int) error {
+		_, err := b.kube.CoreV1().Pods(ns).Create(ctx, userPod(ns, fmt.Sprintf("pod-%05d", i), sa), metav1.CreateOptions{})
+		return err
+	}); err != nil {
+		return fmt.Errorf("creating the pods: %w", err)
+	}
+	defer func() {
+		if err := b.kube.CoreV1().Pods(ns).DeleteCollection(context.Background(), metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+			b.logf("  deleting the pods: %v", err)
+		}
+	}()
+	c, err := b.startChild("unused-rss", teardownQueues, filepath.Join(b.bin, "teardown"), b.teardownFlags()...)
+	if err != nil {
+		return err
+	}
+	defer c.stop()
+	if m.None, m.AnonNone, err = b.settledRSS(ctx, c); err != nil {
+		return err
+	}
+	if m.HeapNone, err = c.heapInuse(ctx); err != nil {
+		return err
+	}
+	sc := waitScenario{name: "unused-rss", unused: true, eventDriven: true}
+	pol, err := b.waitPolicy(ctx, sc)
+	if err != nil {
+		return err
+	}
+	defer b.deleteWaitPolicy(ctx, pol)
+	// One target torn down proves the index serves the step before memory
+	// is read.
+	tr, err := b.trackWaits(ctx, sc)
+	if err != nil {
+		return err
+	}
+	defer tr.stop()
+	if _, _, _, err := b.waitOne(ctx, sc, tr, 0, false); err != nil {
+		return fmt.Errorf("probe target: %w", err)
+	}
+	if m.With, m.AnonWith, err = b.settledRSS(ctx, c); err != nil {
+		return err
+	}
+	if m.HeapWith, err = c.heapInuse(ctx); err != nil {
+		return err
+	}
+	m.PerPod = round(float64(m.With-m.None)/float64(n), 1)
+	m.AnonPerPod = round(float64(m.AnonWith-m.AnonNone)/float64(n), 1)
+	m.HeapPerPod = round(float64(m.HeapWith-m.HeapNone)/float64(n), 1)
+	b.logf("  RSS %.1f MiB without the policy, %.1f MiB with it: %.0f B/pod (RssAnon %.0f B/pod, live heap %.0f B/pod)",
+		float64(m.None)/(1<<20), float64(m.With)/(1<<20), m.PerPod, m.AnonPerPod, m.HeapPerPod)
+	return nil
+}
+
+// waitOptions are the wait scenarios' flags.
+type waitOptions struct {
+	waitScenarios []string
+	waitLight     int
+	waitTargets   int
+	unusedPods    int
+}
+
+// bindWaitFlags registers the wait scenarios' flags; the returned function
+// applies -quick and checks them after flag.Parse.
+func bindWaitFlags(o *waitOptions) func(quick bool) error {
+	scenarios := flag.String("waits", strings.Join(report.WaitScenarios, ","), "Comma-separated wait scenarios (latency from the last user's deletion to the target's removal); empty for none.")
+	flag.IntVar(&o.waitLight, "wait-light", 40, "Targets of each wait scenario torn down one at a time (light load).")
+	flag.IntVar(&o.waitTargets, "wait-targets", 1000, "Targets of each wait scenario torn down at once.")
+	flag.IntVar(&o.unusedPods, "unused-pods", 10000, "Pods in the cluster for the unused step's memory; 0 skips it.")
+	return func(quick bool) error {
+		if quick {
+			o.waitLight, o.unusedPods = 15, 2000
+		}
+		for _, s := range strings.Split(*scenarios, ",") {
+			if s == "" {
+				continue
+			}
+			if !slices.Contains(report.WaitScenarios, s) {
+				return fmt.Errorf("unknown wait scenario %q (known: %s)", s, strings.Join(report.WaitScenarios, ", "))
+			}
+			o.waitScenarios = append(o.waitScenarios, s)
+		}
+		if len(o.waitScenarios) > 0 && (o.waitLight <= 0 || o.waitTargets <= 0) {
+			return errors.New("-wait-light and -wait-targets must be positive")
+		}
+		return nil
+	}
+}
