@@ -68,3 +68,12 @@ const (
 	// passed with onDeadline: Block; the steps keep running.
 	DeadlineExceededReason = "DeadlineExceeded"
 )
+
+// Reasons of the Events the controller's diagnosis puts on objects.
+const (
+	// TerminationBlockedReason (a Warning Event on a terminating object):
+	// it has been terminating longer than --diagnose-after and the
+	// controller found the root cause of what holds it; emitted again only
+	// when the cause changes.
+	TerminationBlockedReason = "TerminationBlocked"
+)

@@ -704,6 +704,45 @@ type BlockedObject struct {
 	// if no step is recorded).
 	// +required
 	Since metav1.Time `json:"since"`
+
+	// diagnosis is the root cause of the wait, found by the controller when
+	// the object has been terminating longer than its --diagnose-after
+	// (default 5m): what `kubectl teardown explain` would name first.
+	// +optional
+	Diagnosis *Diagnosis `json:"diagnosis,omitempty"`
+}
+
+// Diagnosis is the root blocker behind a blocked object: why what its step
+// waits on does not go.
+type Diagnosis struct {
+	// cause identifies the root cause, as `kubectl teardown explain` names
+	// it (such as OwnerUnknown, PodPastGracePeriod, WebhookUnreachable);
+	// scripts and alerts match on it.
+	// +required
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[A-Za-z]([A-Za-z0-9_]*[A-Za-z0-9])?$`
+	Cause string `json:"cause"`
+
+	// catalog is the cause's row in the catalog of stuck terminations (A1
+	// to F1, docs/cli.md), when it has one.
+	// +optional
+	// +kubebuilder:validation:MaxLength=8
+	Catalog string `json:"catalog,omitempty"`
+
+	// blocker is the object the root cause is about: what the step waits
+	// on, or further down its chain; the blocked object itself when other
+	// finalizers than the policy's hold it.
+	// +optional
+	Blocker *ObjectReference `json:"blocker,omitempty"`
+
+	// message is the root cause in one line, for a person.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Message string `json:"message,omitempty"`
+
+	// since is when the controller first found this cause for this object.
+	// +required
+	Since metav1.Time `json:"since"`
 }
 
 // StepFailure records the last failure of a blocked object's step.

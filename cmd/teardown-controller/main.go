@@ -41,6 +41,8 @@ func main() {
 	flag.DurationVar(&opts.Controller.AttemptTimeout, "attempt-timeout", opts.Controller.AttemptTimeout, "Longest one run of a policy's steps for one object may take.")
 	flag.DurationVar(&opts.Controller.StatusInterval, "status-interval", opts.Controller.StatusInterval, "How often policy status counts are refreshed.")
 	flag.BoolVar(&opts.Controller.EventDrivenWaits, "event-driven-waits", opts.Controller.EventDrivenWaits, "Wake a pending wait or delete step as soon as an object it waits on changes or goes (a metadata-only watch per kind the controller may list and watch), with a check every 30 s as a safety net; false checks every pending step every 2 s instead.")
+	flag.DurationVar(&opts.Controller.DiagnoseAfter, "diagnose-after", opts.Controller.DiagnoseAfter, "How long a guarded object terminates before the controller diagnoses what its pending step waits on and reports the root cause (status.blockedObjects, a TerminationBlocked Event, teardown_blocked_objects); 0 turns the diagnosis off.")
+	flag.DurationVar(&opts.Controller.DiagnoseInterval, "diagnose-interval", opts.Controller.DiagnoseInterval, "How often one object is diagnosed again at most.")
 	flag.StringVar(&opts.Controller.DefaultServiceAccount, "default-service-account", opts.Controller.DefaultServiceAccount, "ServiceAccount of its own namespace that a TeardownPolicy without spec.serviceAccountName acts as; empty requires every TeardownPolicy to name one.")
 	var allowedCIDRs steps.CIDRs
 	flag.Var(&allowedCIDRs, steps.AllowedCIDRsFlag, "Destinations webhook steps may call although they are loopback, link-local, cloud metadata or unspecified addresses, as CIDR prefixes (repeated or comma-separated), such as 127.0.0.0/8 for a local test server.")

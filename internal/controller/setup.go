@@ -65,13 +65,21 @@ type Options struct {
 	// safety-net check; false polls every pending step every 2 s
 	// (--event-driven-waits).
 	EventDrivenWaits bool
+	// DiagnoseAfter is how long a guarded object terminates before the
+	// controller diagnoses what holds it (status.blockedObjects' diagnosis,
+	// a TerminationBlocked Event, teardown_blocked_objects); 0 turns the
+	// diagnosis off (--diagnose-after).
+	DiagnoseAfter time.Duration
+	// DiagnoseInterval is how often one object is diagnosed again at most
+	// (--diagnose-interval).
+	DiagnoseInterval time.Duration
 }
 
 // DefaultOptions are the flags' defaults.
 func DefaultOptions() Options {
 	return Options{
 		TargetWorkers: 16, AttemptTimeout: 2 * time.Minute, StatusInterval: 15 * time.Second, DefaultServiceAccount: "default",
-		EventDrivenWaits: true,
+		EventDrivenWaits: true, DiagnoseAfter: 5 * time.Minute, DiagnoseInterval: 5 * time.Minute,
 	}
 }
 
@@ -141,6 +149,17 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		AttemptTimeout: opts.AttemptTimeout, StatusInterval: opts.StatusInterval,
 		WebhookConfiguration: opts.WebhookConfiguration,
 	}
+	if opts.DiagnoseAfter > 0 {
+		runner.Waiting = steps.NewWaiting()
+		policies.Diagnoser = &teardownpolicy.Diagnoser{
+			After: opts.DiagnoseAfter, Every: opts.DiagnoseInterval, Tick: diagnoseTick(opts),
+			Config: mgr.GetConfig(), Mapper: mgr.GetRESTMapper(), Client: mgr.GetClient(), Index: index,
+			Waiting: runner.Waiting, Recorder: recorder,
+		}
+		if err := mgr.Add(policies.Diagnoser); err != nil {
+			return fmt.Errorf("adding the diagnosis: %w", err)
+		}
+	}
 	if opts.WebhookConfiguration != "" {
 		mgr.GetWebhookServer().Register(webhook.Path, &admission.Webhook{Handler: &webhook.Attacher{Client: mgr.GetClient()}})
 	}
@@ -148,4 +167,16 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("setting up the policy controllers: %w", err)
 	}
 	return nil
+}
+
+// diagnoseTick is how often the diagnosis looks for objects due: often
+// enough to honour --diagnose-after and --diagnose-interval within half of
+// the shorter, between 1 s and 30 s (a pass that finds nothing due reads
+// only the cache).
+func diagnoseTick(opts Options) time.Duration {
+	every := opts.DiagnoseAfter
+	if opts.DiagnoseInterval > 0 {
+		every = min(every, opts.DiagnoseInterval)
+	}
+	return min(max(every/2, time.Second), 30*time.Second)
 }

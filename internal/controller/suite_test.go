@@ -69,6 +69,8 @@ func TestMain(m *testing.M) {
 		}
 		opts := controller.ManagerOptions{WebhookServer: webhookServer, Controller: controller.DefaultOptions()}
 		opts.Controller.StatusInterval = time.Second
+		// Diagnose stuck objects within seconds (diagnose_test.go).
+		opts.Controller.DiagnoseAfter, opts.Controller.DiagnoseInterval = 2*time.Second, 2*time.Second
 		opts.Controller.WebhookConfiguration = attachWebhookConfiguration
 		// The cleanup servers listen on 127.0.0.1, which webhook steps call
 		// only where the operator allows it.

@@ -110,7 +110,9 @@ func (r *Runner) job(ctx context.Context, pol *policy.Policy, step teardownv1alp
 			return failed(fmt.Errorf("Job %s/%s failed: %s: %s", ns, name, cleanText(c.Reason, maxWebhookStatus), cleanText(c.Message, maxWebhookMessage)))
 		}
 	}
-	return pending(0, "Job %s/%s is running", ns, name)
+	out := pending(0, "Job %s/%s is running", ns, name)
+	out.waitingOn(batchv1.SchemeGroupVersion.WithKind("Job"), ns, name)
+	return out
 }
 
 func (r *Runner) createJob(ctx context.Context, writer client.Client, pol *policy.Policy, step teardownv1alpha1.Step, t Target, ns, name string) outcome {

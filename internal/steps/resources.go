@@ -91,6 +91,7 @@ func (r *Runner) delete(ctx context.Context, pol *policy.Policy, d *teardownv1al
 		return transient(err)
 	}
 	var remaining []string
+	var waiting outcome // collects what the step waits on
 	for _, res := range d.Resources {
 		gvk, opts, err := r.listOptions(pol, res, t)
 		if err != nil {
@@ -105,6 +106,7 @@ func (r *Runner) delete(ctx context.Context, pol *policy.Policy, d *teardownv1al
 			obj := &list.Items[i]
 			obj.SetGroupVersionKind(gvk)
 			remaining = append(remaining, gvk.Kind+" "+client.ObjectKeyFromObject(obj).String())
+			waiting.waitingOn(gvk, obj.Namespace, obj.Name)
 			if obj.DeletionTimestamp != nil {
 				continue // already going; deleting again only costs a write
 			}
@@ -117,7 +119,9 @@ func (r *Runner) delete(ctx context.Context, pol *policy.Policy, d *teardownv1al
 	if len(remaining) == 0 {
 		return watch.finish(done())
 	}
-	return watch.finish(pending(0, "waiting for %d object(s) to be gone: %s", len(remaining), summarize(remaining)))
+	out := pending(0, "waiting for %d object(s) to be gone: %s", len(remaining), summarize(remaining))
+	out.waitsOn = waiting.waitsOn
+	return watch.finish(out)
 }
 
 func (r *Runner) wait(ctx context.Context, pol *policy.Policy, cond cel.Program, w *teardownv1alpha1.WaitAction, t Target) outcome {
@@ -133,6 +137,7 @@ func (r *Runner) wait(ctx context.Context, pol *policy.Policy, cond cel.Program,
 		return transient(err)
 	}
 	var objects []any
+	var waiting outcome // collects what the step waits on
 	for _, res := range w.Resources {
 		gvk, opts, err := r.listOptions(pol, res, t)
 		if err != nil {
@@ -145,9 +150,14 @@ func (r *Runner) wait(ctx context.Context, pol *policy.Policy, cond cel.Program,
 		}
 		for _, item := range list.Items {
 			objects = append(objects, item.Object)
+			waiting.waitingOn(gvk, item.GetNamespace(), item.GetName())
 		}
 	}
-	return watch.finish(evalCondition(ctx, cond, orDefault(w.Condition, defaultCondition), objects))
+	out := evalCondition(ctx, cond, orDefault(w.Condition, defaultCondition), objects)
+	if !out.done && out.err == nil {
+		out.waitsOn = waiting.waitsOn
+	}
+	return watch.finish(out)
 }
 
 // defaultCondition is a wait step's condition when it names none, as

@@ -63,6 +63,9 @@ type Runner struct {
 	// Uses tells unused steps which pods use their target; nil fails them.
 	Uses           *inuse.Index
 	unusedMessages unusedMessages
+	// Waiting, when set, keeps what each pending or failing cleanup waits
+	// on, for the controller's diagnosis; nil keeps nothing.
+	Waiting *Waiting
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -135,6 +138,7 @@ type outcome struct {
 	err        error         // the step did not finish with an error
 	definitive bool          // err is a definitive failure of the step
 	timedOut   bool          // the step's timeout passed
+	waitsOn    []WaitRef     // pending: what the step waits on (waitingOn)
 }
 
 func done() outcome { return outcome{done: true} }
@@ -200,10 +204,12 @@ func (r *Runner) Run(ctx context.Context, pol *policy.Policy, key string, t Targ
 			continue
 		case stepErr == nil:
 			r.saveState(ctx, pol, key, t, &recorded, i, since)
+			r.Waiting.set(key, t.Obj.GetUID(), Wait{Policy: pol.Ref, Step: step.Name, Action: action(step.Step), On: out.waitsOn})
 			return finalizer.Pending(out.after, fmt.Sprintf("step %s: %s", step.Name, out.message))
 		case stepErr.Kind == Transient:
 			log.V(1).Info("Cleanup step hit a transient error; retrying", "step", step.Name, "err", out.err.Error())
 			r.saveState(ctx, pol, key, t, &recorded, i, since)
+			r.Waiting.set(key, t.Obj.GetUID(), Wait{Policy: pol.Ref, Step: step.Name, Action: stepErr.Action, Failure: stepErr.Error()})
 			return finalizer.Retry(stepErr)
 		}
 		switch step.OnFailure {
@@ -213,12 +219,15 @@ func (r *Runner) Run(ctx context.Context, pol *policy.Policy, key string, t Targ
 			continue
 		case teardownv1alpha1.FailureRelease:
 			log.Info("Cleanup step failed; releasing as the policy says", "step", step.Name, "kind", stepErr.Kind, "err", stepErr.Error())
+			r.Waiting.forget(key, t.Obj.GetUID())
 			return finalizer.Release(stepErr.Error() + "; its policy says Release")
 		default:
 			r.saveState(ctx, pol, key, t, &recorded, i, since)
+			r.Waiting.set(key, t.Obj.GetUID(), Wait{Policy: pol.Ref, Step: step.Name, Action: stepErr.Action, Failure: stepErr.Error()})
 			return finalizer.Retry(stepErr)
 		}
 	}
+	r.Waiting.forget(key, t.Obj.GetUID())
 	return finalizer.Done()
 }
 

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/teardown-dev/teardown/internal/inuse"
@@ -109,7 +110,11 @@ func (r *Runner) unused(pol *policy.Policy, i int, t Target) outcome {
 	if r.unusedMessages.changed(w, msg, r.now()) {
 		recheck = unusedMessageRecheck
 	}
-	return r.unusedPending(w, r.recheckWithin(pol, i, t, recheck), msg)
+	out := r.unusedPending(w, r.recheckWithin(pol, i, t, recheck), msg)
+	for _, p := range use.Pods {
+		out.waitingOn(corev1.SchemeGroupVersion.WithKind("Pod"), p.Namespace, p.Name)
+	}
+	return out
 }
 
 // recheckWithin shortens recheck to a second past step i's timeout, so that

@@ -64,6 +64,9 @@ type Reconciler struct {
 	// attach-at-create rules follow the policies; empty when the webhook is
 	// off.
 	WebhookConfiguration string
+	// Diagnoser, when set, adds the root cause it found to
+	// status.blockedObjects.
+	Diagnoser *Diagnoser
 
 	client client.Client
 	reader client.Reader

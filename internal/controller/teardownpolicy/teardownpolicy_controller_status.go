@@ -53,6 +53,7 @@ func (r *Reconciler) count(ctx context.Context, s *policy.Served, status *teardo
 				}
 				status.Terminating++
 				if b, failure, ok := blockedOn(s.Policy, k.Key, gvk, obj, now); ok {
+					b.Diagnosis = r.Diagnoser.Lookup(k.Key, obj.UID)
 					status.Blocked++
 					blocked = append(blocked, b)
 					if failure != nil {

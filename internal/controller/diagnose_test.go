@@ -1,0 +1,169 @@
+/*
+Copyright 2026 The Teardown Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package controller_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/testenv"
+)
+
+// blockedGauge reads teardown_blocked_objects' series of policy: cause to
+// value.
+func blockedGauge(t *testing.T, policy string) map[string]float64 {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() != "teardown_blocked_objects" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["policy"] == policy {
+				out[labels["cause"]] = m.GetGauge().GetValue()
+			}
+		}
+	}
+	return out
+}
+
+// TestDiagnosisNamesTheRootBlocker: a guarded object whose delete step waits
+// on a ConfigMap held by a finalizer nobody removes is diagnosed by the
+// controller itself (the suite runs it with --diagnose-after=2s): the
+// policy's status.blockedObjects names the ConfigMap and the finalizer, a
+// TerminationBlocked Event lands on the guarded object, and
+// teardown_blocked_objects counts it. Once the finalizer goes, the entry
+// and the metric's series go too.
+func TestDiagnosisNamesTheRootBlocker(t *testing.T) {
+	ns := testenv.NewNamespace(t, k8s)
+	name := "diagnose-" + ns
+	held := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "held", Namespace: ns,
+		Labels: map[string]string{"leftover": ns}, Finalizers: []string{"example.com/never"}}}
+	create(t, held)
+	t.Cleanup(func() { releaseNever(held) })
+	pol := &teardownv1alpha1.ClusterTeardownPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: teardownv1alpha1.TeardownPolicySpec{
+			Targets: []teardownv1alpha1.Target{{APIVersion: "v1", Kind: "ConfigMap", Selector: selector("guard", ns)}},
+			Steps: []teardownv1alpha1.Step{{Name: "delete-leftovers", Delete: &teardownv1alpha1.DeleteAction{
+				Resources: []teardownv1alpha1.ResourceSelector{{APIVersion: "v1", Kind: "ConfigMap", Selector: selector("leftover", ns)}},
+			}}},
+		},
+	}
+	create(t, pol)
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), pol) })
+	mustBeReady(t, pol)
+	guarded := labelled(ns, "guarded", "guard", ns)
+	create(t, guarded)
+	testenv.Eventually(t, 20*time.Second, "the object guarded", func(ctx context.Context) (bool, error) {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(guarded), guarded); err != nil {
+			return false, err
+		}
+		return len(guarded.Finalizers) > 0, nil
+	})
+	del(t, guarded)
+
+	var diag *teardownv1alpha1.Diagnosis
+	testenv.Eventually(t, 30*time.Second, "a diagnosis in status.blockedObjects", func(ctx context.Context) (bool, error) {
+		got := &teardownv1alpha1.ClusterTeardownPolicy{}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(pol), got); err != nil {
+			return false, err
+		}
+		for _, b := range got.Status.BlockedObjects {
+			if b.Object.Name == guarded.Name && b.Object.Namespace == ns && b.Diagnosis != nil {
+				diag = b.Diagnosis
+				if b.Step != "delete-leftovers" {
+					t.Errorf("blockedObjects step = %q, want delete-leftovers", b.Step)
+				}
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	t.Logf("diagnosis: %+v", *diag)
+	if diag.Blocker == nil || diag.Blocker.Kind != "ConfigMap" || diag.Blocker.Namespace != ns || diag.Blocker.Name != held.Name {
+		t.Errorf("diagnosis.blocker = %+v, want ConfigMap %s/%s", diag.Blocker, ns, held.Name)
+	}
+	if !strings.Contains(diag.Message, "example.com/never") {
+		t.Errorf("diagnosis.message = %q, want the finalizer example.com/never named", diag.Message)
+	}
+	if diag.Cause == "" || diag.Since.IsZero() {
+		t.Errorf("diagnosis = %+v, want a cause and since", diag)
+	}
+	note := waitForEvent(t, ns, guarded.Name, teardownv1alpha1.TerminationBlockedReason)
+	if !strings.Contains(note, diag.Cause) || !strings.Contains(note, "example.com/never") || !strings.Contains(note, "step delete-leftovers") {
+		t.Errorf("TerminationBlocked Event note = %q, want the cause %s, the step and the finalizer", note, diag.Cause)
+	}
+	testenv.Eventually(t, 10*time.Second, "teardown_blocked_objects{cause="+diag.Cause+"} 1", func(context.Context) (bool, error) {
+		return blockedGauge(t, name)[diag.Cause] == 1, nil
+	})
+	// One Event per cause, not one per pass (the suite diagnoses every 2 s).
+	time.Sleep(5 * time.Second)
+	if n := countEvents(t, ns, guarded.Name, teardownv1alpha1.TerminationBlockedReason); n != 1 {
+		t.Errorf("%d TerminationBlocked Events after several passes with the same cause, want 1", n)
+	}
+
+	releaseNever(held)
+	testenv.Eventually(t, 20*time.Second, "the guarded object to go", testenv.Gone(k8s, guarded))
+	testenv.Eventually(t, 10*time.Second, "the metric's series to go", func(context.Context) (bool, error) {
+		return len(blockedGauge(t, name)) == 0, nil
+	})
+	testenv.Eventually(t, 10*time.Second, "the entry to go", func(ctx context.Context) (bool, error) {
+		got := &teardownv1alpha1.ClusterTeardownPolicy{}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(pol), got); err != nil {
+			return false, err
+		}
+		return len(got.Status.BlockedObjects) == 0, nil
+	})
+}
+
+// releaseNever removes example.com/never from obj, as its owner would.
+func releaseNever(obj client.Object) {
+	ctx := context.Background()
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+		return
+	}
+	obj.SetFinalizers(nil)
+	_ = k8s.Update(ctx, obj)
+}
+
+func countEvents(t *testing.T, ns, name, reason string) int {
+	t.Helper()
+	n := 0
+	list := &eventsv1.EventList{}
+	if err := k8s.List(t.Context(), list, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range list.Items {
+		if e.Regarding.Name != name || e.Reason != reason {
+			continue
+		}
+		// The recorder folds repeats into a series.
+		if e.Series != nil {
+			n += int(e.Series.Count)
+		} else {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,262 @@
+/*
+Copyright 2026 The Teardown Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package teardownpolicy
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/diagnose"
+	"github.com/teardown-dev/teardown/internal/policy"
+	"github.com/teardown-dev/teardown/internal/steps"
+)
+
+// Diagnoser finds, by itself, why guarded objects stay terminating: every
+// Tick it walks the terminating objects the served policies guard (from
+// the cache), and runs the diagnosis engine (internal/diagnose) on what
+// the pending step of each one terminating longer than After waits on, at
+// most once per Every per object. What it finds goes to the policy's
+// status.blockedObjects (the status refresh reads it), to a Warning Event
+// on the object when the cause changes, and to the gauge
+// teardown_blocked_objects.
+//
+// It is a runnable of its own, on the leader only (the runs it reads are
+// the leader's), so a pass never holds up the target queues.
+type Diagnoser struct {
+	// After is how long an object terminates before it is diagnosed.
+	After time.Duration
+	// Every is how often one object is diagnosed again at most.
+	Every time.Duration
+	// Tick is how often a pass looks for objects to diagnose.
+	Tick time.Duration
+
+	Config   *rest.Config
+	Mapper   meta.RESTMapper
+	Client   client.Client // the manager's cache
+	Index    *policy.Index
+	Waiting  *steps.Waiting
+	Recorder events.EventRecorder
+
+	mu    sync.Mutex
+	found map[diagKey]*diagnosed
+	// series are the gauge's label sets set by the last pass.
+	series map[[2]string]bool
+}
+
+// diagKey names one cleanup: a finalizer key on one object.
+type diagKey struct {
+	key string
+	uid types.UID
+}
+
+// diagnosed is the last diagnosis of one cleanup.
+type diagnosed struct {
+	d      diagnosis
+	policy policy.Ref
+	since  time.Time // when this cause was first found
+	at     time.Time // when it was last diagnosed
+}
+
+// NeedLeaderElection: only the leader runs steps, and so knows what they
+// wait on.
+func (x *Diagnoser) NeedLeaderElection() bool { return true }
+
+// Start runs a pass every Tick until ctx ends.
+func (x *Diagnoser) Start(ctx context.Context) error {
+	log := logf.FromContext(ctx).WithName("diagnose")
+	t := time.NewTicker(x.Tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		if err := x.Pass(logf.IntoContext(ctx, log)); err != nil && ctx.Err() == nil {
+			log.Error(err, "Diagnosis pass failed")
+		}
+	}
+}
+
+// candidate is a guarded object a pass diagnoses.
+type candidate struct {
+	served *policy.Served
+	key    string
+	gvk    schema.GroupVersionKind
+	obj    *metav1.PartialObjectMetadata
+}
+
+// Pass diagnoses the objects due, then forgets what is gone.
+func (x *Diagnoser) Pass(ctx context.Context) error {
+	now := time.Now()
+	seen := map[diagKey]bool{}
+	var due []candidate
+	for _, s := range x.Index.All() {
+		for _, k := range s.Keys {
+			for _, gvk := range k.Kinds {
+				list := &metav1.PartialObjectMetadataList{}
+				list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+				if err := x.Client.List(ctx, list, scope(s.Policy)...); err != nil {
+					return fmt.Errorf("listing %s: %w", gvk.Kind, err)
+				}
+				for i := range list.Items {
+					obj := &list.Items[i]
+					if obj.DeletionTimestamp == nil || !slices.Contains(obj.Finalizers, k.Key) {
+						continue
+					}
+					dk := diagKey{k.Key, obj.UID}
+					seen[dk] = true
+					if now.Sub(obj.DeletionTimestamp.Time) < x.After || !x.isDue(dk, now) {
+						continue
+					}
+					obj.SetGroupVersionKind(gvk)
+					due = append(due, candidate{served: s, key: k.Key, gvk: gvk, obj: obj})
+				}
+			}
+		}
+	}
+	if len(due) > 0 {
+		if err := x.diagnoseAll(ctx, due, now); err != nil {
+			return err
+		}
+	}
+	x.forgetExcept(seen)
+	x.Waiting.Retain(func(key string, uid types.UID) bool { return seen[diagKey{key, uid}] })
+	x.observe()
+	return nil
+}
+
+func (x *Diagnoser) isDue(k diagKey, now time.Time) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	f, ok := x.found[k]
+	return !ok || now.Sub(f.at) >= x.Every
+}
+
+// diagnoseAll explains the due objects with one shared diagnose.Cluster,
+// so that every list the engine reads is read once per pass.
+func (x *Diagnoser) diagnoseAll(ctx context.Context, due []candidate, now time.Time) error {
+	log := logf.FromContext(ctx)
+	cluster, err := diagnose.NewCluster(x.Config, x.Mapper)
+	if err != nil {
+		return fmt.Errorf("building the diagnosis's clients: %w", err)
+	}
+	ex := &explainer{cluster: cluster, mapper: x.Mapper, now: now}
+	start := time.Now()
+	for _, c := range due {
+		if ctx.Err() != nil {
+			return nil
+		}
+		dk := diagKey{c.key, c.obj.UID}
+		w, hasWait := x.Waiting.Get(c.key, c.obj.UID)
+		d, ok := ex.diagnose(ctx, c.served.Policy, c.key, c.gvk, c.obj, w, hasWait)
+		x.mu.Lock()
+		if x.found == nil {
+			x.found = map[diagKey]*diagnosed{}
+		}
+		prev := x.found[dk]
+		if !ok {
+			// Nothing stuck: remember the pass, so the object waits Every.
+			x.found[dk] = &diagnosed{policy: c.served.Ref, at: now}
+			x.mu.Unlock()
+			continue
+		}
+		changed := prev == nil || prev.d.cause == "" || !prev.d.same(d)
+		since := now
+		if !changed {
+			since = prev.since
+		}
+		x.found[dk] = &diagnosed{d: d, policy: c.served.Ref, since: since, at: now}
+		x.mu.Unlock()
+		if changed {
+			note := d.message
+			if hasWait {
+				note = "step " + w.Step + ": " + note
+			}
+			x.Recorder.Eventf(c.obj, nil, corev1.EventTypeWarning, teardownv1alpha1.TerminationBlockedReason, "Diagnose",
+				"%s: %s", d.cause, diagnose.Shorten(note, 1000))
+		}
+	}
+	log.V(1).Info("Diagnosis pass", "objects", len(due), "explained", ex.explained, "duration", time.Since(start).String())
+	return nil
+}
+
+// forgetExcept drops the diagnoses of cleanups not in keep: finished,
+// released, or their object gone.
+func (x *Diagnoser) forgetExcept(keep map[diagKey]bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for k := range x.found {
+		if !keep[k] {
+			delete(x.found, k)
+		}
+	}
+}
+
+// Lookup returns the diagnosis of the cleanup under key of the object uid,
+// for status.blockedObjects; nil when there is none.
+func (x *Diagnoser) Lookup(key string, uid types.UID) *teardownv1alpha1.Diagnosis {
+	if x == nil {
+		return nil
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	f, ok := x.found[diagKey{key, uid}]
+	if !ok || f.d.cause == "" {
+		return nil
+	}
+	return &teardownv1alpha1.Diagnosis{Cause: f.d.cause, Catalog: f.d.catalog, Blocker: f.d.blocker.DeepCopy(),
+		Message: f.d.message, Since: metav1.NewTime(f.since.Truncate(time.Second))}
+}
+
+// observe sets teardown_blocked_objects from the diagnoses kept, and
+// deletes the series no object is counted under any more.
+func (x *Diagnoser) observe() {
+	x.mu.Lock()
+	counts := map[[2]string]int{}
+	for _, f := range x.found {
+		if f.d.cause != "" {
+			counts[[2]string{metricPolicy(f.policy), f.d.cause}]++
+		}
+	}
+	old := x.series
+	x.series = map[[2]string]bool{}
+	for l := range counts {
+		x.series[l] = true
+	}
+	x.mu.Unlock()
+	for l, n := range counts {
+		blockedObjects.WithLabelValues(l[0], l[1]).Set(float64(n))
+	}
+	for l := range old {
+		if _, ok := counts[l]; !ok {
+			blockedObjects.DeleteLabelValues(l[0], l[1])
+		}
+	}
+}
+
+// metricPolicy is a policy's value of the policy label: namespace/name for
+// a TeardownPolicy, the name of a ClusterTeardownPolicy.
+func metricPolicy(ref policy.Ref) string {
+	if ref.Namespace == "" {
+		return ref.Name
+	}
+	return ref.Namespace + "/" + ref.Name
+}
