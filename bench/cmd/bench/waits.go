@@ -602,10 +602,15 @@ func bindWaitFlags(o *waitOptions) func(quick bool) error {
 	scenarios := flag.String("waits", strings.Join(report.WaitScenarios, ","), "Comma-separated wait scenarios (latency from the last user's deletion to the target's removal); empty for none.")
 	flag.IntVar(&o.waitLight, "wait-light", 40, "Targets of each wait scenario torn down one at a time (light load).")
 	flag.IntVar(&o.waitTargets, "wait-targets", 1000, "Targets of each wait scenario torn down at once.")
-	flag.IntVar(&o.unusedPods, "unused-pods", 10000, "Pods in the cluster for the unused step's memory; 0 skips it.")
+	flag.IntVar(&o.unusedPods, "unused-pods", 10000, "Pods in the cluster for the unused step's memory; 0 skips it. -quick makes it 2,000 and -wait-light 15, unless given.")
 	return func(quick bool) error {
-		if quick {
-			o.waitLight, o.unusedPods = 15, 2000
+		set := map[string]bool{}
+		flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		if quick && !set["wait-light"] {
+			o.waitLight = 15
+		}
+		if quick && !set["unused-pods"] {
+			o.unusedPods = 2000
 		}
 		for _, s := range strings.Split(*scenarios, ",") {
 			if s == "" {
