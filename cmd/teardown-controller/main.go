@@ -51,6 +51,7 @@ func main() {
 	flag.StringVar(&opts.Controller.WebhookConfiguration, "attach-webhook-configuration", "", "Name of the MutatingWebhookConfiguration of the attach-at-create webhook; empty turns the webhook off.")
 	flag.IntVar(&webhookOpts.Port, "webhook-port", 9443, "Port of the attach-at-create webhook, with --attach-webhook-configuration.")
 	flag.StringVar(&webhookOpts.CertDir, "webhook-cert-dir", "", "Folder with the webhook's tls.crt and tls.key (default: the system temp folder's k8s-webhook-server/serving-certs).")
+	gcPercent := flag.Int(controller.GCPercentFlag, controller.DefaultGCPercent, "The garbage collector's GOGC: collect when the heap has grown by this percentage of the live heap. Lower keeps memory nearer the live heap (mostly the cache of guarded objects) for more CPU; the GOGC variable, when set, wins.")
 	showVersion := flag.Bool("version", false, "Print the version, commit and build date, and exit.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
@@ -59,6 +60,7 @@ func main() {
 		fmt.Println(version.Get().String())
 		return
 	}
+	controller.SetGCPercent(*gcPercent)
 	opts.Controller.WebhookAllowedCIDRs = allowedCIDRs
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	opts.WebhookServer = webhook.NewServer(webhookOpts)

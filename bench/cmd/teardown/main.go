@@ -39,10 +39,12 @@ func main() {
 	flag.BoolVar(&opts.WebhookAllowHTTP, steps.AllowHTTPFlag, false, "As cmd/teardown-controller: let webhook steps call plain http:// URLs.")
 	flag.Float64Var(&qps, "kube-api-qps", 0, "Client QPS; 0 keeps what ctrl.GetConfigOrDie sets, as cmd/teardown-controller does.")
 	flag.IntVar(&burst, "kube-api-burst", 0, "Client burst; 0 keeps what ctrl.GetConfigOrDie sets.")
+	gcPercent := flag.Int(controller.GCPercentFlag, controller.DefaultGCPercent, "As cmd/teardown-controller: the garbage collector's GOGC; the GOGC variable, when set, wins.")
 	flag.StringVar(&debugAddress, "debug-address", "127.0.0.1:0", "Loopback address of /debug/pprof and /metrics.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
+	controller.SetGCPercent(*gcPercent)
 	opts.WebhookAllowedCIDRs = allowedCIDRs
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	if err := run(opts, qps, burst, debugAddress); err != nil {
