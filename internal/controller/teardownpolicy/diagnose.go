@@ -54,6 +54,9 @@ type Diagnoser struct {
 	Waiting  *steps.Waiting
 	Recorder events.EventRecorder
 
+	// lastSession is when a pass last ran the engine.
+	lastSession time.Time
+
 	mu    sync.Mutex
 	found map[diagKey]*diagnosed
 	// series are the gauge's label sets set by the last pass.
@@ -104,10 +107,17 @@ type candidate struct {
 }
 
 // Pass diagnoses the objects due, then forgets what is gone.
+//
+// The engine's session reads cluster-wide lists once (workloads, Leases,
+// CRDs, APIServices, policies: docs/performance.md), so sessions are
+// batched: at most one per min(Every, 1m), and a session also takes every
+// object whose last diagnosis is older than Every/2, so that objects that
+// became stuck at different times share later sessions.
 func (x *Diagnoser) Pass(ctx context.Context) error {
 	now := time.Now()
+	session := now.Sub(x.lastSession) >= min(x.Every, time.Minute)
 	seen := map[diagKey]bool{}
-	var due []candidate
+	var due, early []candidate
 	for _, s := range x.Index.All() {
 		for _, k := range s.Keys {
 			for _, gvk := range k.Kinds {
@@ -123,17 +133,24 @@ func (x *Diagnoser) Pass(ctx context.Context) error {
 					}
 					dk := diagKey{k.Key, obj.UID}
 					seen[dk] = true
-					if now.Sub(obj.DeletionTimestamp.Time) < x.After || !x.isDue(dk, now) {
+					if !session || now.Sub(obj.DeletionTimestamp.Time) < x.After {
 						continue
 					}
 					obj.SetGroupVersionKind(gvk)
-					due = append(due, candidate{served: s, key: k.Key, gvk: gvk, obj: obj})
+					c := candidate{served: s, key: k.Key, gvk: gvk, obj: obj}
+					switch {
+					case x.dueIn(dk, now, x.Every):
+						due = append(due, c)
+					case x.dueIn(dk, now, x.Every/2):
+						early = append(early, c)
+					}
 				}
 			}
 		}
 	}
 	if len(due) > 0 {
-		if err := x.diagnoseAll(ctx, due, now); err != nil {
+		x.lastSession = now
+		if err := x.diagnoseAll(ctx, append(due, early...), now); err != nil {
 			return err
 		}
 	}
@@ -143,11 +160,13 @@ func (x *Diagnoser) Pass(ctx context.Context) error {
 	return nil
 }
 
-func (x *Diagnoser) isDue(k diagKey, now time.Time) bool {
+// dueIn is true when k was never diagnosed, or last diagnosed age ago or
+// more.
+func (x *Diagnoser) dueIn(k diagKey, now time.Time, age time.Duration) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	f, ok := x.found[k]
-	return !ok || now.Sub(f.at) >= x.Every
+	return !ok || now.Sub(f.at) >= age
 }
 
 // diagnoseAll explains the due objects with one shared diagnose.Cluster,

@@ -29,7 +29,8 @@ import (
 )
 
 var (
-	admin client.Client
+	admin    client.Client
+	adminCfg *rest.Config
 	// controllerCfg authenticates as a user bound to exactly the RBAC that
 	// config/ ships, plus the sample grant for Services and ConfigMaps.
 	controllerCfg *rest.Config
@@ -47,6 +48,7 @@ func TestMain(m *testing.M) {
 		CRDDirectoryPaths: []string{filepath.Join(root, "config", "crd", "bases")},
 	}
 	testenv.Main(m, opts, func(e *testenv.Env) {
+		adminCfg = e.Config
 		scheme, err := controller.NewScheme()
 		if err != nil {
 			panic(err)
