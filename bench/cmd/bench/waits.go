@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/bench/apimetrics"
 	"github.com/teardown-dev/teardown/bench/report"
 	"github.com/teardown-dev/teardown/pkg/finalizer"
 )
@@ -246,6 +247,10 @@ func (b *bench) waitScenario(ctx context.Context, sc waitScenario) error {
 	if err := tr.waitAll(ctx, n, phaseTimeout(n), "pending", func(s *waitState) bool { return !s.pending.IsZero() }); err != nil {
 		return err
 	}
+	waiting, err := b.waitingRequests(ctx)
+	if err != nil {
+		return err
+	}
 	sent := make([]time.Time, n)
 	if err := parallel(ctx, b.driverWorkers, n, func(ctx context.Context, i int) error {
 		sent[i] = time.Now()
@@ -265,11 +270,40 @@ func (b *bench) waitScenario(ctx context.Context, sc waitScenario) error {
 			last = gone
 		}
 	}
-	b.res.Waits = append(b.res.Waits, waitLatency(sc.name, report.LoadAtOnce, lat, last.Sub(earliest(sent))))
-	b.logf("  %d at once: p50 %.3fs, p99 %.3fs, all gone %.2fs after the first user's deletion", n,
-		report.Percentile(lat, 50), report.Percentile(lat, 99), last.Sub(earliest(sent)).Seconds())
+	atOnce := waitLatency(sc.name, report.LoadAtOnce, lat, last.Sub(earliest(sent)))
+	atOnce.WaitingRequests = waiting
+	b.res.Waits = append(b.res.Waits, atOnce)
+	b.logf("  %d at once: p50 %.3fs, p99 %.3fs, all gone %.2fs after the first user's deletion; %.0f API requests/s while they waited", n,
+		report.Percentile(lat, 50), report.Percentile(lat, 99), last.Sub(earliest(sent)).Seconds(), waiting)
 	tr.reset()
 	return nil
+}
+
+// waitingHold is how long the API server's requests are counted while
+// every target waits: a few polls' worth.
+const waitingHold = 6 * time.Second
+
+// waitingRequests counts the API server's requests (every verb but WATCH)
+// per second over waitingHold, while the driver does nothing.
+func (b *bench) waitingRequests(ctx context.Context) (float64, error) {
+	before, err := b.scrape(ctx)
+	if err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	select {
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	case <-time.After(waitingHold):
+	}
+	after, err := b.scrape(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n := after.Sub(before).Count(func(k apimetrics.Key) bool {
+		return k.Verb != "WATCH" && !strings.HasPrefix(k.Verb, "etcd:")
+	})
+	return round(n/time.Since(start).Seconds(), 1), nil
 }
 
 func waitLatency(scenario, load string, lat []time.Duration, total time.Duration) report.WaitLatency {
