@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/teardown-dev/teardown/internal/controller"
+	"github.com/teardown-dev/teardown/internal/controller/teardownpolicy"
 	"github.com/teardown-dev/teardown/internal/steps"
 	"github.com/teardown-dev/teardown/internal/uninstall"
 	"github.com/teardown-dev/teardown/internal/version"
@@ -43,6 +44,7 @@ func main() {
 	flag.BoolVar(&opts.Controller.EventDrivenWaits, "event-driven-waits", opts.Controller.EventDrivenWaits, "Wake a pending wait or delete step as soon as an object it waits on changes or goes (a metadata-only watch per kind the controller may list and watch), with a check every 30 s as a safety net; false checks every pending step every 2 s instead.")
 	flag.DurationVar(&opts.Controller.DiagnoseAfter, "diagnose-after", opts.Controller.DiagnoseAfter, "How long a guarded object terminates before the controller diagnoses what its pending step waits on and reports the root cause (status.blockedObjects, a TerminationBlocked Event, teardown_blocked_objects); 0 turns the diagnosis off.")
 	flag.DurationVar(&opts.Controller.DiagnoseInterval, "diagnose-interval", opts.Controller.DiagnoseInterval, "How often one object is diagnosed again at most.")
+	diagnoseKinds := flag.String("diagnose-kinds", "", "Resources whose every terminating object is diagnosed too, guarded or not, such as namespaces,persistentvolumeclaims,deployments.apps (a TerminationBlocked Event and teardown_blocked_objects with policy=\"\"); the controller needs list on them: config/rbac/diagnose_role.yaml.")
 	flag.StringVar(&opts.Controller.DefaultServiceAccount, "default-service-account", opts.Controller.DefaultServiceAccount, "ServiceAccount of its own namespace that a TeardownPolicy without spec.serviceAccountName acts as; empty requires every TeardownPolicy to name one.")
 	var allowedCIDRs steps.CIDRs
 	flag.Var(&allowedCIDRs, steps.AllowedCIDRsFlag, "Destinations webhook steps may call although they are loopback, link-local, cloud metadata or unspecified addresses, as CIDR prefixes (repeated or comma-separated), such as 127.0.0.0/8 for a local test server.")
@@ -62,6 +64,12 @@ func main() {
 	}
 	controller.SetGCPercent(*gcPercent)
 	opts.Controller.WebhookAllowedCIDRs = allowedCIDRs
+	kinds, err := teardownpolicy.ParseDiagnoseKinds(*diagnoseKinds)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "teardown-controller:", err)
+		os.Exit(2)
+	}
+	opts.Controller.DiagnoseKinds = kinds
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	opts.WebhookServer = webhook.NewServer(webhookOpts)
 	opts.MetricsInsecure = !*metricsSecure

@@ -174,6 +174,9 @@ func TestLintAndTemplateDefaults(t *testing.T) {
 	if got := get(d, "spec", "replicas"); fmt.Sprint(got) != "2" {
 		t.Errorf("replicas = %v, want 2", got)
 	}
+	if find(objs, "ClusterRole", "teardown-controller-diagnose") != nil {
+		t.Error("the diagnosis's read rights are granted by default; they are opt-in (diagnose.readRights)")
+	}
 	pod := get(d, "spec", "template", "spec")
 	if got := get(pod, "serviceAccountName"); got != "teardown-controller" {
 		t.Errorf("serviceAccountName = %v", got)
@@ -276,13 +279,19 @@ func TestLintAndTemplateNonDefaults(t *testing.T) {
 	}
 	args := fmt.Sprint(get(c, "args"))
 	for _, want := range []string{"--attach-webhook-configuration=teardown-attach-finalizers", "--webhook-cert-dir=/etc/teardown/webhook-certs",
-		"--default-service-account=teardown", "--webhook-allowed-cidrs=127.0.0.0/8,::1/128", "--webhook-allow-http", "--target-workers=8", "--zap-devel"} {
+		"--default-service-account=teardown", "--webhook-allowed-cidrs=127.0.0.0/8,::1/128", "--webhook-allow-http", "--target-workers=8", "--zap-devel",
+		"--diagnose-after=2m", "--diagnose-kinds=namespaces,persistentvolumeclaims"} {
 		if !strings.Contains(args, want) {
 			t.Errorf("args %s lack %s", args, want)
 		}
 	}
 	if find(objs, "PodDisruptionBudget", "teardown-controller") != nil {
 		t.Error("PodDisruptionBudget rendered although disabled")
+	}
+	// diagnose.readRights: config/rbac/diagnose_role.yaml, aggregated.
+	if r := find(objs, "ClusterRole", "teardown-controller-diagnose"); r == nil ||
+		!reflect.DeepEqual(get(r, "rules"), get(readConfig(t, "config/rbac/diagnose_role.yaml")[0], "rules")) {
+		t.Errorf("ClusterRole teardown-controller-diagnose missing or not config/rbac/diagnose_role.yaml's: %v", r)
 	}
 
 	// Both webhooks of config/webhook, with the chart's CA.

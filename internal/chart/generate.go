@@ -77,6 +77,12 @@ var monitoring = []source{
 	{from: "config/monitoring/dashboard.json", to: "files/dashboard.json", raw: true},
 }
 
+// optIn are config/ files left out of its kustomizations (applied by
+// hand), which the chart renders when a value turns them on.
+var optIn = []source{
+	{from: "config/rbac/diagnose_role.yaml", to: "templates/rbac/diagnose_role.yaml", cond: "diagnose.readRights"},
+}
+
 // sources lists the files of config/ that make the chart, reading the
 // kustomizations of config/crd, config/rbac and config/admission.
 func sources(root string) ([]source, error) {
@@ -98,7 +104,7 @@ func sources(root string) ([]source, error) {
 			out = append(out, source{from: from, to: path.Join(d.to, path.Base(f)), cond: d.cond, crd: d.dir == "config/crd"})
 		}
 	}
-	for _, m := range monitoring {
+	for _, m := range append(slices.Clone(monitoring), optIn...) {
 		if _, err := os.Stat(filepath.Join(root, m.from)); err != nil {
 			return nil, fmt.Errorf("%s: %w", m.from, err)
 		}

@@ -14,10 +14,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/controller/teardownpolicy"
+	"github.com/teardown-dev/teardown/internal/policy"
 	"github.com/teardown-dev/teardown/internal/testenv"
 )
 
@@ -166,4 +172,73 @@ func countEvents(t *testing.T, ns, name, reason string) int {
 		}
 	}
 	return n
+}
+
+// TestDiagnoseKindsNamespace: with --diagnose-kinds=namespaces, a namespace
+// stuck Terminating because of a ConfigMap whose finalizer nobody removes
+// is diagnosed though no policy guards it: a TerminationBlocked Event on
+// the namespace names the finalizer, and teardown_blocked_objects counts
+// it with policy="". Once the finalizer goes, so does the series. It runs
+// its own Diagnoser (the suite's runs without kinds), pass by pass.
+func TestDiagnoseKindsNamespace(t *testing.T) {
+	ns := testenv.NewNamespace(t, k8s)
+	held := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "held", Namespace: ns, Finalizers: []string{"example.com/never"}}}
+	create(t, held)
+	t.Cleanup(func() { releaseNever(held) })
+	del(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+
+	kube := kubernetes.NewForConfigOrDie(cfg)
+	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: kube.EventsV1()})
+	broadcaster.StartRecordingToSink(t.Context().Done())
+	t.Cleanup(broadcaster.Shutdown)
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mapper, err := apiutil.NewDynamicRESTMapper(cfg, httpClient)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds, err := teardownpolicy.ParseDiagnoseKinds("namespaces")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &teardownpolicy.Diagnoser{
+		After: time.Second, Every: time.Second, Tick: time.Second, Kinds: kinds,
+		Config: cfg, Mapper: mapper, Client: k8s, Index: policy.NewIndex(),
+		Recorder: broadcaster.NewRecorder(k8s.Scheme(), "teardown-controller-test"),
+	}
+	var note string
+	testenv.Eventually(t, 60*time.Second, "a TerminationBlocked Event on the namespace", func(ctx context.Context) (bool, error) {
+		if err := d.Pass(ctx); err != nil {
+			return false, err
+		}
+		list := &eventsv1.EventList{}
+		if err := k8s.List(ctx, list, client.InNamespace(metav1.NamespaceDefault)); err != nil {
+			return false, err
+		}
+		for _, e := range list.Items {
+			if e.Regarding.Kind == "Namespace" && e.Regarding.Name == ns && e.Reason == teardownv1alpha1.TerminationBlockedReason {
+				note = e.Note
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	t.Logf("Event: %s", note)
+	if !strings.Contains(note, "example.com/never") || !strings.Contains(note, "held") {
+		t.Errorf("Event note = %q, want the ConfigMap held and its finalizer example.com/never", note)
+	}
+	if len(blockedGauge(t, "")) == 0 {
+		t.Error("teardown_blocked_objects has no series with policy=\"\"")
+	}
+
+	releaseNever(held)
+	testenv.Eventually(t, 60*time.Second, "the namespace to go, and its series with it", func(ctx context.Context) (bool, error) {
+		if err := d.Pass(ctx); err != nil {
+			return false, err
+		}
+		gone, err := testenv.Gone(k8s, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})(ctx)
+		return gone && len(blockedGauge(t, "")) == 0, err
+	})
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -73,6 +74,10 @@ type Options struct {
 	// DiagnoseInterval is how often one object is diagnosed again at most
 	// (--diagnose-interval).
 	DiagnoseInterval time.Duration
+	// DiagnoseKinds are resources whose every terminating object is
+	// diagnosed too, guarded or not (--diagnose-kinds); the controller
+	// needs list on them (config/rbac/diagnose_role.yaml).
+	DiagnoseKinds []schema.GroupResource
 }
 
 // DefaultOptions are the flags' defaults.
@@ -152,7 +157,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if opts.DiagnoseAfter > 0 {
 		runner.Waiting = steps.NewWaiting()
 		policies.Diagnoser = &teardownpolicy.Diagnoser{
-			After: opts.DiagnoseAfter, Every: opts.DiagnoseInterval, Tick: diagnoseTick(opts),
+			After: opts.DiagnoseAfter, Every: opts.DiagnoseInterval, Tick: diagnoseTick(opts), Kinds: opts.DiagnoseKinds,
 			Config: mgr.GetConfig(), Mapper: mgr.GetRESTMapper(), Client: mgr.GetClient(), Index: index,
 			Waiting: runner.Waiting, Recorder: recorder,
 		}

@@ -46,6 +46,9 @@ type Diagnoser struct {
 	Every time.Duration
 	// Tick is how often a pass looks for objects to diagnose.
 	Tick time.Duration
+	// Kinds are resources whose every terminating object is diagnosed,
+	// guarded or not (--diagnose-kinds), with policy "" in the metric.
+	Kinds []schema.GroupResource
 
 	Config   *rest.Config
 	Mapper   meta.RESTMapper
@@ -117,6 +120,7 @@ func (x *Diagnoser) Pass(ctx context.Context) error {
 	now := time.Now()
 	session := now.Sub(x.lastSession) >= min(x.Every, time.Minute)
 	seen := map[diagKey]bool{}
+	guarded := map[types.UID]bool{}
 	var due, early []candidate
 	for _, s := range x.Index.All() {
 		for _, k := range s.Keys {
@@ -132,7 +136,7 @@ func (x *Diagnoser) Pass(ctx context.Context) error {
 						continue
 					}
 					dk := diagKey{k.Key, obj.UID}
-					seen[dk] = true
+					seen[dk], guarded[obj.UID] = true, true
 					if !session || now.Sub(obj.DeletionTimestamp.Time) < x.After {
 						continue
 					}
@@ -148,11 +152,27 @@ func (x *Diagnoser) Pass(ctx context.Context) error {
 			}
 		}
 	}
-	if len(due) > 0 {
-		x.lastSession = now
-		if err := x.diagnoseAll(ctx, append(due, early...), now); err != nil {
-			return err
+	var ex *explainer
+	if session && (len(due) > 0 || len(x.Kinds) > 0) {
+		cluster, err := diagnose.NewCluster(x.Config, x.Mapper)
+		if err != nil {
+			return fmt.Errorf("building the diagnosis's clients: %w", err)
 		}
+		ex = &explainer{cluster: cluster, mapper: x.Mapper, now: now}
+		x.lastSession = now
+	}
+	var kindsDue []kindCandidate
+	if ex != nil && len(x.Kinds) > 0 {
+		kindsDue = x.terminatingOfKinds(ctx, ex, guarded, seen, now)
+	} else {
+		x.keepKinds(seen) // not listed in this pass
+	}
+	if len(due) > 0 || len(kindsDue) > 0 {
+		start := time.Now()
+		x.diagnoseAll(ctx, ex, append(due, early...), now)
+		x.diagnoseKinds(ctx, ex, kindsDue, now)
+		logf.FromContext(ctx).V(1).Info("Diagnosis session", "guarded", len(due)+len(early), "ofKinds", len(kindsDue),
+			"explained", ex.explained, "duration", time.Since(start).String())
 	}
 	x.forgetExcept(seen)
 	x.Waiting.Retain(func(key string, uid types.UID) bool { return seen[diagKey{key, uid}] })
@@ -169,52 +189,67 @@ func (x *Diagnoser) dueIn(k diagKey, now time.Time, age time.Duration) bool {
 	return !ok || now.Sub(f.at) >= age
 }
 
-// diagnoseAll explains the due objects with one shared diagnose.Cluster,
-// so that every list the engine reads is read once per pass.
-func (x *Diagnoser) diagnoseAll(ctx context.Context, due []candidate, now time.Time) error {
-	log := logf.FromContext(ctx)
-	cluster, err := diagnose.NewCluster(x.Config, x.Mapper)
-	if err != nil {
-		return fmt.Errorf("building the diagnosis's clients: %w", err)
-	}
-	ex := &explainer{cluster: cluster, mapper: x.Mapper, now: now}
-	start := time.Now()
+// diagnoseAll explains the due guarded objects with the pass's session
+// (one diagnose.Cluster), so that every list the engine reads is read once
+// per pass.
+func (x *Diagnoser) diagnoseAll(ctx context.Context, ex *explainer, due []candidate, now time.Time) {
 	for _, c := range due {
 		if ctx.Err() != nil {
-			return nil
+			return
 		}
-		dk := diagKey{c.key, c.obj.UID}
 		w, hasWait := x.Waiting.Get(c.key, c.obj.UID)
 		d, ok := ex.diagnose(ctx, c.served.Policy, c.key, c.gvk, c.obj, w, hasWait)
-		x.mu.Lock()
-		if x.found == nil {
-			x.found = map[diagKey]*diagnosed{}
+		step := ""
+		if hasWait {
+			step = w.Step
 		}
-		prev := x.found[dk]
-		if !ok {
-			// Nothing stuck: remember the pass, so the object waits Every.
-			x.found[dk] = &diagnosed{policy: c.served.Ref, at: now}
-			x.mu.Unlock()
-			continue
-		}
-		changed := prev == nil || prev.d.cause == "" || !prev.d.same(d)
-		since := now
-		if !changed {
-			since = prev.since
-		}
-		x.found[dk] = &diagnosed{d: d, policy: c.served.Ref, since: since, at: now}
+		x.record(ctx, diagKey{c.key, c.obj.UID}, c.served.Ref, c.obj, d, ok, step, now)
+	}
+}
+
+// record keeps one object's diagnosis (ok false: nothing stuck found, so
+// it waits Every before the next), and puts a TerminationBlocked Event on
+// it when the cause changed.
+func (x *Diagnoser) record(ctx context.Context, dk diagKey, ref policy.Ref, obj *metav1.PartialObjectMetadata, d diagnosis, ok bool, step string, now time.Time) {
+	x.mu.Lock()
+	if x.found == nil {
+		x.found = map[diagKey]*diagnosed{}
+	}
+	prev := x.found[dk]
+	if !ok {
+		x.found[dk] = &diagnosed{policy: ref, at: now}
 		x.mu.Unlock()
-		if changed {
-			note := d.message
-			if hasWait {
-				note = "step " + w.Step + ": " + note
-			}
-			x.Recorder.Eventf(c.obj, nil, corev1.EventTypeWarning, teardownv1alpha1.TerminationBlockedReason, "Diagnose",
-				"%s: %s", d.cause, diagnose.Shorten(note, 1000))
+		return
+	}
+	changed := prev == nil || prev.d.cause == "" || !prev.d.same(d)
+	since := now
+	if !changed {
+		since = prev.since
+	}
+	x.found[dk] = &diagnosed{d: d, policy: ref, since: since, at: now}
+	x.mu.Unlock()
+	if !changed {
+		return
+	}
+	note := d.message
+	if step != "" {
+		note = "step " + step + ": " + note
+	}
+	logf.FromContext(ctx).V(1).Info("Diagnosed a stuck object", "object", obj.Namespace+"/"+obj.Name, "kind", obj.Kind, "cause", d.cause)
+	x.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, teardownv1alpha1.TerminationBlockedReason, "Diagnose",
+		"%s: %s", d.cause, diagnose.Shorten(note, 1000))
+}
+
+// keepKinds marks the diagnoses of --diagnose-kinds objects as seen, in a
+// pass that does not list their kinds.
+func (x *Diagnoser) keepKinds(seen map[diagKey]bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for k := range x.found {
+		if k.key == "" {
+			seen[k] = true
 		}
 	}
-	log.V(1).Info("Diagnosis pass", "objects", len(due), "explained", ex.explained, "duration", time.Since(start).String())
-	return nil
 }
 
 // forgetExcept drops the diagnoses of cleanups not in keep: finished,
