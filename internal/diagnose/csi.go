@@ -1,0 +1,145 @@
+/*
+Copyright 2026 The Teardown Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package diagnose
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// csiDriverOf names the CSI driver behind a CSI finalizer: the attacher of
+// a VolumeAttachment, the driver of a CSI PersistentVolume (or the
+// provisioner that created it), the provisioner of a claim, or, for
+// external-attacher/<driver with dots as dashes>, the registered CSIDriver
+// of that name. "" when the finalizer is not a CSI sidecar's or the driver
+// is unknown.
+func (e *Explainer) csiDriverOf(ctx context.Context, gvk schema.GroupVersionKind, obj metav1.Object, fin string) string {
+	attacher := strings.HasPrefix(fin, "external-attacher/")
+	if !attacher && fin != "external-provisioner.volume.kubernetes.io/finalizer" && fin != "provisioner.storage.kubernetes.io/cloning-protection" {
+		return ""
+	}
+	ann := obj.GetAnnotations()
+	switch {
+	case gvk.Group == "storage.k8s.io" && gvk.Kind == "VolumeAttachment":
+		if va, err := e.c.kube.StorageV1().VolumeAttachments().Get(ctx, obj.GetName(), metav1.GetOptions{}); err == nil {
+			return va.Spec.Attacher
+		}
+	case gvk.Group == "" && gvk.Kind == "PersistentVolume":
+		if pv, err := e.c.kube.CoreV1().PersistentVolumes().Get(ctx, obj.GetName(), metav1.GetOptions{}); err == nil && pv.Spec.CSI != nil {
+			return pv.Spec.CSI.Driver
+		}
+		if d := ann["pv.kubernetes.io/provisioned-by"]; d != "" {
+			return d
+		}
+	case gvk.Group == "" && gvk.Kind == "PersistentVolumeClaim":
+		if d := ann["volume.kubernetes.io/storage-provisioner"]; d != "" {
+			return d
+		}
+		return ann["volume.beta.kubernetes.io/storage-provisioner"]
+	}
+	if attacher {
+		dashed := strings.TrimPrefix(fin, "external-attacher/")
+		for _, d := range e.c.csiDrivers(ctx) {
+			if strings.ReplaceAll(d, ".", "-") == dashed {
+				return d
+			}
+		}
+	}
+	return ""
+}
+
+// csiController finds the controller workload of a CSI driver: named by
+// convention (ebs-csi-controller for ebs.csi.aws.com,
+// csi-hostpath-controller, <driver-with-dashes>-controller), or running a
+// CSI sidecar and named or labelled after the driver's first label. It
+// does not fall back to any workload with a sidecar: that could be another
+// driver's.
+func (e *Explainer) csiController(ctx context.Context, driver string, sidecars []string) (workload, bool) {
+	first := firstLabel(driver)
+	dashed := strings.ReplaceAll(driver, ".", "-")
+	names := []string{first + "-csi-controller", "csi-" + first + "-controller", dashed + "-controller", first + "-controller",
+		"csi-" + first + "plugin-controller", first + "-csi-controller-plugin", "csi-" + first + "plugin-provisioner", "csi-" + first + "plugin-attacher"}
+	workloads := e.c.workloadList(ctx)
+	for _, n := range names {
+		for _, w := range workloads {
+			if w.Ref.Name == n {
+				return w, true
+			}
+		}
+	}
+	for _, w := range workloads {
+		if !containsAny(w.Containers, sidecars) {
+			continue
+		}
+		if strings.Contains(w.Ref.Name, first) || strings.Contains(w.Labels["app.kubernetes.io/name"], first) ||
+			strings.Contains(w.Labels["app"], first) || strings.Contains(w.Labels["app.kubernetes.io/instance"], first) {
+			return w, true
+		}
+	}
+	return workload{}, false
+}
+
+// csiOwner narrows the owner of a CSI finalizer to the driver it belongs
+// to: the workload is that driver's controller, not whichever workload runs
+// a CSI sidecar. handled is true when the
+// driver is known: the generic lookup must not then pick another driver's
+// controller.
+func (e *Explainer) csiOwner(ctx context.Context, o *Owner, gvk schema.GroupVersionKind, obj metav1.Object, fin string) (w workload, found, handled bool) {
+	driver := e.csiDriverOf(ctx, gvk, obj, fin)
+	if driver == "" {
+		return workload{}, false, false
+	}
+	if containsString(e.c.csiDrivers(ctx), driver) {
+		o.Evidence = append(o.Evidence, fmt.Sprintf("CSIDriver %s is registered", driver))
+	} else {
+		o.Evidence = append(o.Evidence, fmt.Sprintf("no CSIDriver object %s is registered (a driver must register one to be called)", driver))
+	}
+	sidecars := []string{"csi-provisioner", "external-provisioner"}
+	if strings.HasPrefix(fin, "external-attacher/") {
+		sidecars = []string{"csi-attacher", "external-attacher"}
+	}
+	w, found = e.csiController(ctx, driver, sidecars)
+	if !found {
+		o.Evidence = append(o.Evidence, fmt.Sprintf("no controller Deployment or StatefulSet of driver %s was found by name (%s-csi-controller, csi-%s-controller, ...) or by a CSI sidecar container in a workload named after it", driver, firstLabel(driver), firstLabel(driver)))
+	}
+	return w, found, true
+}
+
+// firstLabel is the first label of a driver's name that names it
+// (ebs for ebs.csi.aws.com, teardown for csi.teardown.test), as its
+// workloads are named after it.
+func firstLabel(driver string) string {
+	labels := strings.Split(driver, ".")
+	for _, l := range labels {
+		switch l {
+		case "csi", "driver", "k8s", "storage", "kubernetes", "io", "com":
+			continue
+		}
+		return l
+	}
+	return labels[0]
+}
+
+// csiDrivers is the name of every CSIDriver, read once per run.
+func (c *Cluster) csiDrivers(ctx context.Context) []string {
+	names, _ := cachedList(c, "csidrivers", func() ([]string, error) {
+		l, err := c.kube.StorageV1().CSIDrivers().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, err
+		}
+		var out []string
+		for _, d := range l.Items {
+			out = append(out, d.Name)
+		}
+		return out, nil
+	})
+	return names
+}
+

@@ -1,0 +1,318 @@
+/*
+Copyright 2026 The Teardown Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package diagnose
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// Causes of this family (see report.go).
+const (
+	// CauseOwnerReportsFailure: the owner runs (or ran) and says, in the
+	// object's status or in Warning Events, why it cannot finish (B2).
+	CauseOwnerReportsFailure = "OwnerReportsFailure"
+)
+
+// maxSaid bounds what explain repeats of an owner's own words: status
+// messages and Events are written by others, and can be any length.
+const maxSaid = 300
+
+// statement is what an owner said about an object: a condition of its
+// status, or a Warning Event.
+type statement struct {
+	// What is "condition DeletionError" or "event FailedDelete (component)".
+	What string
+	// Text is the reason and message, cleaned and bounded.
+	Text string
+	At   time.Time
+}
+
+func (s statement) String() string { return fmt.Sprintf("%s: %s", s.What, s.Text) }
+
+// ownerSays: before any guess about a finalizer's owner, read what the owner
+// itself says about the object: the newest condition of its status that
+// reports a failure (Argo CD's DeletionError, Crossplane's Synced=False with
+// ReconcileError, a False Ready with an error reason...), or the newest
+// Warning Event about it from the owner's component. An owner that is
+// running (or could not be judged) and reports a failure is the root
+// blocker, with its own words; otherwise its words lead the message.
+func (e *Explainer) ownerSays(ctx context.Context, fd *Finding, s subject) {
+	o := fd.Owner
+	if o == nil || o.Source == SourceNone || o.Source == SourcePolicy || (s.InCatalog && s.Entry.BuiltIn) {
+		return
+	}
+	said, ok := e.newestStatement(ctx, s, o)
+	if !ok {
+		return
+	}
+	o.Evidence = append(o.Evidence, "the object's "+said.What+" says: "+said.Text+ago(e.now, said.At))
+	words := fmt.Sprintf("the owner says: %s%s", said, ago(e.now, said.At))
+	switch fd.Cause {
+	case CauseCleanupInProgress, CauseOwnerUnknown, "":
+		fd.Cause, fd.Catalog, fd.Severity = CauseOwnerReportsFailure, "B2", SeverityBlocker
+		state := "is running"
+		if o.State != OwnerAlive {
+			state = "reports it (its workload was not found)"
+		}
+		fd.Message = fmt.Sprintf("%s; %s owns %q and %s, but cannot finish its cleanup until that is fixed", words, orUnknown(o.Component), fd.Finalizer, state)
+		fd.FixOwner = "application owner / cloud admin (what the owner reports)"
+		remedy := "fix what the owner reports; it then removes the finalizer itself"
+		if s.InCatalog && s.Entry.Remedy != "" {
+			remedy += "; " + s.Entry.Remedy
+		}
+		fd.Remedy = remedy
+		if fd.Leaks == "" {
+			fd.Leaks = "the external resources " + orUnknown(o.Component) + " is cleaning up"
+		}
+	default:
+		fd.Message = words + "; " + fd.Message
+	}
+}
+
+// ago renders " (3m ago)", or nothing for an unknown time.
+func ago(now, at time.Time) string {
+	if at.IsZero() {
+		return ""
+	}
+	return " (" + Age(now.Sub(at)) + " ago)"
+}
+
+// newestStatement is the newest failing condition of the object's status or
+// Warning Event about it from its owner.
+func (e *Explainer) newestStatement(ctx context.Context, s subject, o *Owner) (statement, bool) {
+	var best statement
+	found := false
+	consider := func(st statement) {
+		if !found || st.At.After(best.At) {
+			best, found = st, true
+		}
+	}
+	if u := e.fullObject(ctx, s); u != nil {
+		if st, ok := failingCondition(u); ok {
+			consider(st)
+		}
+	}
+	if st, ok := e.ownerEvent(ctx, s.Obj, o); ok {
+		consider(st)
+	}
+	return best, found
+}
+
+// fullObject is the object with its status as explain read it. status,
+// which explains a whole cluster from metadata lists (and skips the
+// per-object removal dry-run for the same reason), does not read each
+// object again for it: it hears the owner through its Events only.
+func (e *Explainer) fullObject(ctx context.Context, s subject) *unstructured.Unstructured {
+	if u, ok := s.Obj.(*unstructured.Unstructured); ok {
+		return u
+	}
+	if e.skipDryRun {
+		return nil
+	}
+	u, err := e.c.GetObject(ctx, s.GVR, s.Obj.GetNamespace(), s.Obj.GetName())
+	if err != nil {
+		return nil
+	}
+	return u
+}
+
+// failingCondition is the newest condition of u's status.conditions that
+// reports a failure.
+func failingCondition(u *unstructured.Unstructured) (statement, bool) {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	var best statement
+	found := false
+	for _, raw := range conds {
+		c, ok := raw.(map[string]any)
+		if !ok {
+			continue
+		}
+		str := func(k string) string { v, _ := c[k].(string); return v }
+		typ, status, reason, msg := str("type"), str("status"), str("reason"), str("message")
+		if !conditionFails(typ, status, reason, msg) {
+			continue
+		}
+		at, _ := time.Parse(time.RFC3339, str("lastTransitionTime"))
+		text := reason
+		if msg != "" {
+			if text != "" {
+				text += ": "
+			}
+			text += msg
+		}
+		what := "condition " + cleanText(typ, 64)
+		if status != "" && status != string(corev1.ConditionTrue) {
+			what += "=" + cleanText(status, 16)
+		}
+		st := statement{What: what, Text: cleanText(text, maxSaid), At: at}
+		if !found || at.After(best.At) {
+			best, found = st, true
+		}
+	}
+	return best, found
+}
+
+// conditionFails says whether a status condition reports a failure to
+// delete or reconcile:
+//   - a condition whose type says deletion or finalization failed
+//     (Argo CD's DeletionError, which it writes without a status;
+//     DeleteFailed, FinalizerError...), unless it is False;
+//   - a CRD-style Terminating condition whose reason says it failed;
+//   - Ready, Synced, Healthy or Available False with a reason or message
+//     that says error or failure (Crossplane's Synced=False ReconcileError),
+//     not a mere Deleting or Creating.
+func conditionFails(typ, status, reason, msg string) bool {
+	t, r, m := strings.ToLower(typ), strings.ToLower(reason), strings.ToLower(msg)
+	failure := func(s string) bool {
+		for _, w := range []string{"error", "fail", "denied", "forbidden", "unable", "cannot", "invalid"} {
+			if strings.Contains(s, w) {
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case (strings.Contains(t, "delet") || strings.Contains(t, "finaliz") || strings.Contains(t, "cleanup")) && failure(t):
+		return status != string(corev1.ConditionFalse)
+	case t == "terminating":
+		return failure(r)
+	case t == "ready" || t == "synced" || t == "healthy" || t == "available":
+		return status == string(corev1.ConditionFalse) && (failure(r) || failure(m))
+	}
+	return false
+}
+
+// ownerEvent is the newest Warning Event about obj from its owner: from a
+// component named like the owner (its catalog workloads, its workload, the
+// manager that added the finalizer); from anyone when the finalizer is the
+// object's only one, as there is then no other controller to hear.
+func (e *Explainer) ownerEvent(ctx context.Context, obj metav1.Object, o *Owner) (statement, bool) {
+	all, err := e.c.warningEventsIn(ctx, obj.GetNamespace())
+	if err != nil {
+		return statement{}, false
+	}
+	names := ownerNames(o)
+	anyone := len(obj.GetFinalizers()) == 1
+	var best statement
+	found := false
+	for i := range all {
+		ev := &all[i]
+		if ev.InvolvedObject.UID != obj.GetUID() {
+			continue
+		}
+		from := ev.Source.Component
+		if from == "" {
+			from = ev.ReportingController
+		}
+		if !anyone && !nameMatches(from, names) {
+			continue
+		}
+		at := eventTime(ev)
+		what := "event " + cleanText(ev.Reason, 64)
+		if from != "" {
+			what += " (" + cleanText(from, 64)
+			if ev.Count > 1 {
+				what += fmt.Sprintf(", ×%d", ev.Count)
+			}
+			what += ")"
+		}
+		st := statement{What: what, Text: cleanText(ev.Message, maxSaid), At: at}
+		if !found || at.After(best.At) {
+			best, found = st, true
+		}
+	}
+	return best, found
+}
+
+// ownerNames are the names an owner's Events may come from.
+func ownerNames(o *Owner) []string {
+	var names []string
+	if o.Manager != "" && !isGenericManager(o.Manager) {
+		names = append(names, o.Manager)
+	}
+	if o.Workload != nil {
+		names = append(names, o.Workload.Name)
+	}
+	for _, ev := range o.Evidence {
+		if c, ok := strings.CutPrefix(ev, "catalog: "); ok {
+			names = append(names, c)
+		}
+	}
+	return names
+}
+
+// nameMatches says whether an Event's component is one of names, or one
+// contains the other (argocd-application-controller for
+// argocd-application-controller-0).
+func nameMatches(from string, names []string) bool {
+	from = strings.ToLower(from)
+	if from == "" {
+		return false
+	}
+	for _, n := range names {
+		n = strings.ToLower(n)
+		if n != "" && (strings.Contains(from, n) || strings.Contains(n, from)) {
+			return true
+		}
+	}
+	return false
+}
+
+// eventTime is when an Event was last seen.
+func eventTime(ev *corev1.Event) time.Time {
+	switch {
+	case !ev.LastTimestamp.IsZero():
+		return ev.LastTimestamp.Time
+	case ev.Series != nil:
+		return ev.Series.LastObservedTime.Time
+	case !ev.EventTime.IsZero():
+		return ev.EventTime.Time
+	}
+	return ev.CreationTimestamp.Time
+}
+
+// cleanText makes text written by others fit to repeat in a report: valid
+// UTF-8, no control or invisible formatting characters (line breaks and
+// tabs become spaces), at most max bytes. It is internal/steps's rule for
+// webhook answers, repeated here because the engine links nothing of the
+// controller's packages.
+func cleanText(s string, max int) string {
+	var b strings.Builder
+	for _, c := range s {
+		switch {
+		case c == utf8.RuneError:
+			continue
+		case c == '\n' || c == '\r' || c == '\t' || c == '\u2028' || c == '\u2029':
+			b.WriteByte(' ')
+		case unicode.IsControl(c) || unicode.Is(unicode.Cf, c):
+			continue // includes bidirectional overrides, which disguise text
+		default:
+			b.WriteRune(c)
+		}
+	}
+	out := strings.Join(strings.Fields(b.String()), " ")
+	if len(out) <= max {
+		return out
+	}
+	const more = "..."
+	if max < len(more) {
+		return ""
+	}
+	cut := max - len(more)
+	for cut > 0 && !utf8.RuneStart(out[cut]) {
+		cut--
+	}
+	return out[:cut] + more
+}

@@ -1,0 +1,95 @@
+/*
+Copyright 2026 The Teardown Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package diagnose
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+func TestConditionFails(t *testing.T) {
+	for _, tc := range []struct {
+		typ, status, reason, msg string
+		want                     bool
+	}{
+		{"DeletionError", "", "", "cluster not found", true}, // Argo CD writes no status
+		{"DeletionError", "False", "", "", false},
+		{"DeleteFailed", "True", "", "", true},
+		{"FinalizerError", "True", "", "", true},
+		{"Terminating", "True", "InstanceDeletionFailed", "", true},
+		{"Terminating", "True", "InstanceDeletionInProgress", "", false},
+		{"Synced", "False", "ReconcileError", "delete failed: AccessDenied", true},
+		{"Ready", "False", "Deleting", "", false},
+		{"Ready", "False", "", "unable to reach the backend", true},
+		{"Ready", "True", "Available", "", false},
+		{"ComparisonError", "", "", "x", false},
+	} {
+		if got := conditionFails(tc.typ, tc.status, tc.reason, tc.msg); got != tc.want {
+			t.Errorf("conditionFails(%q, %q, %q, %q) = %v, want %v", tc.typ, tc.status, tc.reason, tc.msg, got, tc.want)
+		}
+	}
+}
+
+func TestFailingConditionNewest(t *testing.T) {
+	u := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"conditions": []any{
+		map[string]any{"type": "Synced", "status": "False", "reason": "ReconcileError", "message": "old", "lastTransitionTime": "2026-01-01T00:00:00Z"},
+		map[string]any{"type": "DeletionError", "message": "new\nline\u202e", "lastTransitionTime": "2026-01-02T00:00:00Z"},
+		map[string]any{"type": "Ready", "status": "True"},
+		"not a condition",
+	}}}}
+	got, ok := failingCondition(u)
+	if !ok {
+		t.Fatal("no failing condition")
+	}
+	if diff := cmp.Diff("condition DeletionError: new line", got.String()); diff != "" {
+		t.Errorf("statement (-want +got):\n%s", diff)
+	}
+}
+
+func TestCleanText(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		max  int
+		want string
+	}{
+		{"a\n\tb", 10, "a b"},
+		{"x\x1b[31my\u202ez", 20, "x[31myz"},
+		{strings.Repeat("é", 10), 9, "ééé..."},
+		{"abc", 2, ""},
+	} {
+		if got := cleanText(tc.in, tc.max); got != tc.want {
+			t.Errorf("cleanText(%q, %d) = %q, want %q", tc.in, tc.max, got, tc.want)
+		}
+	}
+}
+
+// FuzzFailingCondition: status conditions are written by others; reading
+// them never panics and never repeats more than maxSaid bytes of their
+// text, nor a control character.
+func FuzzFailingCondition(f *testing.F) {
+	f.Add([]byte(`{"status":{"conditions":[{"type":"DeletionError","message":"boom"}]}}`))
+	f.Add([]byte(`{"status":{"conditions":[{"type":"Synced","status":"False","reason":"ReconcileError","message":"x","lastTransitionTime":"bad"}]}}`))
+	f.Add([]byte(`{"status":{"conditions":"nope"}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		obj := map[string]any{}
+		if err := json.Unmarshal(data, &obj); err != nil {
+			return
+		}
+		u := &unstructured.Unstructured{Object: obj}
+		st, ok := failingCondition(u)
+		if !ok {
+			return
+		}
+		if len(st.Text) > maxSaid || !utf8.ValidString(st.Text) || strings.ContainsAny(st.Text, "\n\r\x1b\u202e") {
+			t.Errorf("unsafe text %q", st.Text)
+		}
+	})
+}

@@ -1,0 +1,159 @@
+/*
+Copyright 2026 The Teardown Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package diagnose
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// unhealthyPrefix starts the evidence of an owner whose workload exists but
+// has no ready replica: it is installed, not missing, and says so.
+const unhealthyPrefix = "installed but unhealthy: "
+
+// unhealthy is the evidence for a workload found with no ready replica:
+// "installed but unhealthy: Deployment kube-system/ebs-csi-controller at 0
+// of 2 ready (2 pod(s) Pending, not scheduled to a node)", the why read from
+// its pods' status as the kubelet and the scheduler write it.
+func (e *Explainer) unhealthy(ctx context.Context, w workload) string {
+	if w.Desired == 0 && w.Ref.Kind != "DaemonSet" {
+		return fmt.Sprintf("installed but scaled to 0: %s has no replica", w.Ref)
+	}
+	s := fmt.Sprintf("%s%s at %d of %d ready", unhealthyPrefix, w.Ref, w.Ready, w.Desired)
+	if why := e.podsWhy(ctx, w); why != "" {
+		s += " (" + why + ")"
+	}
+	return s
+}
+
+// ownerState says how an owner found stopped is: "is installed but
+// unhealthy: ..." when its workload exists, "does not look alive (down)"
+// otherwise.
+func ownerState(o *Owner) string {
+	for i := len(o.Evidence) - 1; i >= 0; i-- {
+		if strings.HasPrefix(o.Evidence[i], unhealthyPrefix) || strings.HasPrefix(o.Evidence[i], "installed but scaled to 0") {
+			return "is " + o.Evidence[i]
+		}
+	}
+	return fmt.Sprintf("does not look alive (%s)", o.State)
+}
+
+// installedButUnhealthy says whether the owner's workload exists with no
+// ready replica.
+func installedButUnhealthy(o *Owner) bool {
+	return o.Workload != nil && strings.HasPrefix(ownerState(o), "is "+unhealthyPrefix)
+}
+
+// podsWhy summarizes why a workload's pods are not ready, most common
+// first: "2 pod(s) Pending, not scheduled to a node; 1 pod(s) container
+// manager CrashLoopBackOff (restarted 7 times, last exit 1: Error)".
+func (e *Explainer) podsWhy(ctx context.Context, w workload) string {
+	pods, err := e.c.podsIn(ctx, w.Ref.Namespace)
+	if err != nil {
+		return ""
+	}
+	counts := map[string]int{}
+	var order []string
+	for i := range pods {
+		p := &pods[i]
+		if !ownedByWorkload(p, w) {
+			continue
+		}
+		why := podWhy(p)
+		if why == "" {
+			continue
+		}
+		if counts[why] == 0 {
+			order = append(order, why)
+		}
+		counts[why]++
+	}
+	if len(order) == 0 {
+		if w.Ref.Kind != "Pod" {
+			return "no pod of it exists: read its events and its ReplicaSet's"
+		}
+		return ""
+	}
+	sort.SliceStable(order, func(i, j int) bool { return counts[order[i]] > counts[order[j]] })
+	var parts []string
+	for i, why := range order {
+		if i == 3 {
+			parts = append(parts, fmt.Sprintf("and %d other reason(s)", len(order)-3))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%d pod(s) %s", counts[why], why))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// ownedByWorkload says whether p belongs to w: its controller is w (a
+// StatefulSet's or DaemonSet's pod), one of w's ReplicaSets (named
+// <deployment>-<hash>), or p is w.
+func ownedByWorkload(p *corev1.Pod, w workload) bool {
+	if p.Namespace != w.Ref.Namespace {
+		return false
+	}
+	if w.Ref.Kind == "Pod" {
+		return p.Name == w.Ref.Name
+	}
+	for _, r := range p.OwnerReferences {
+		if r.Controller == nil || !*r.Controller {
+			continue
+		}
+		switch {
+		case r.Kind == w.Ref.Kind && r.Name == w.Ref.Name:
+			return true
+		case w.Ref.Kind == "Deployment" && r.Kind == "ReplicaSet" && strings.HasPrefix(r.Name, w.Ref.Name+"-") && p.Labels["pod-template-hash"] != "":
+			return true
+		}
+	}
+	return false
+}
+
+// podWhy is why one pod is not ready, from its status; "" when it is.
+func podWhy(p *corev1.Pod) string {
+	if p.DeletionTimestamp != nil {
+		return "terminating"
+	}
+	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		return fmt.Sprintf("%s (%s)", p.Status.Phase, cleanText(p.Status.Reason, 40))
+	}
+	for _, c := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+		if c.State.Waiting != nil && c.State.Waiting.Reason != "" && c.State.Waiting.Reason != "PodInitializing" && c.State.Waiting.Reason != "ContainerCreating" {
+			s := fmt.Sprintf("container %s %s", cleanText(c.Name, 63), cleanText(c.State.Waiting.Reason, 40))
+			if t := c.LastTerminationState.Terminated; t != nil {
+				s += fmt.Sprintf(" (restarted %d times, last exit %d: %s)", c.RestartCount, t.ExitCode, cleanText(t.Reason, 40))
+			} else if c.State.Waiting.Message != "" {
+				s += ": " + cleanText(c.State.Waiting.Message, 120)
+			}
+			return s
+		}
+	}
+	if podReady(p) {
+		return ""
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+			return fmt.Sprintf("Pending, %s: %s", cleanText(c.Reason, 40), cleanText(c.Message, 120))
+		}
+	}
+	if p.Spec.NodeName == "" {
+		return "Pending, not scheduled to a node"
+	}
+	if p.Status.Phase == corev1.PodPending || p.Status.Phase == "" {
+		return "Pending on node " + p.Spec.NodeName + ", no container started (no status from its kubelet)"
+	}
+	for _, c := range p.Status.ContainerStatuses {
+		if !c.Ready {
+			return fmt.Sprintf("%s, container %s not ready (readiness probe)", p.Status.Phase, cleanText(c.Name, 63))
+		}
+	}
+	return string(p.Status.Phase) + ", not ready"
+}
