@@ -142,4 +142,3 @@ func (c *Cluster) csiDrivers(ctx context.Context) []string {
 	})
 	return names
 }
-

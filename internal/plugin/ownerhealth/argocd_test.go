@@ -125,4 +125,3 @@ func TestExplainArgoCDDeletionError(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
-

@@ -118,7 +118,9 @@ func TestExplainCrossplaneProviderUnhealthy(t *testing.T) {
 	if _, err := cs.AppsV1().Deployments(sys).Create(ctx, dep, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cs.AppsV1().Deployments(sys).Delete(context.Background(), dep.Name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = cs.AppsV1().Deployments(sys).Delete(context.Background(), dep.Name, metav1.DeleteOptions{})
+	})
 	grant(t, sys, dep.Name, "s3.aws.upbound.io", "buckets")
 	eventually(t, 30*time.Second, "the provider's pod", func(ctx context.Context) (bool, error) {
 		l, err := cs.CoreV1().Pods(sys).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + dep.Name})

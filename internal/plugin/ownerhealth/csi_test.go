@@ -56,7 +56,9 @@ func TestExplainCSIControllerUnhealthy(t *testing.T) {
 	if _, err := cs.AppsV1().Deployments(sys).Create(ctx, deploymentOf(sys, "ebs-csi-controller", "ebs-csi-controller-sa", 2, sidecars("ebs-plugin")...), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cs.AppsV1().Deployments(sys).Delete(context.Background(), "ebs-csi-controller", metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = cs.AppsV1().Deployments(sys).Delete(context.Background(), "ebs-csi-controller", metav1.DeleteOptions{})
+	})
 	eventually(t, 30*time.Second, "the deployment controller to create the 2 pods", func(ctx context.Context) (bool, error) {
 		d, err := cs.AppsV1().Deployments(sys).Get(ctx, "ebs-csi-controller", metav1.GetOptions{})
 		return err == nil && d.Status.ObservedGeneration == d.Generation && d.Status.Replicas == 2 && d.Status.AvailableReplicas == 0, err

@@ -146,7 +146,7 @@ func kubeletWarning(t *testing.T, pod *corev1.Pod, node, reason, message string,
 	ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{GenerateName: pod.Name + ".", Namespace: pod.Namespace},
 		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID, APIVersion: "v1", ResourceVersion: pod.ResourceVersion},
 		Type:           corev1.EventTypeWarning, Reason: reason, Message: message,
-		Source:         corev1.EventSource{Component: "kubelet", Host: node}, ReportingController: "kubelet", ReportingInstance: node,
+		Source: corev1.EventSource{Component: "kubelet", Host: node}, ReportingController: "kubelet", ReportingInstance: node,
 		FirstTimestamp: now, LastTimestamp: now, Count: count}
 	if _, err := cs.CoreV1().Events(pod.Namespace).Create(t.Context(), ev, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating Event: %v", err)
