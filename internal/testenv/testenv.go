@@ -56,6 +56,9 @@ type Options struct {
 	// arguments and override the defaults (the last of a flag wins), e.g.
 	// LeaderElection(4*time.Second) to run it with a Lease.
 	ControllerManagerArgs []string
+	// APIServerFeatureGates are passed to kube-apiserver's --feature-gates
+	// (e.g. "AllowUnsafeMalformedObjectDeletion=true").
+	APIServerFeatureGates []string
 }
 
 // LeaderElection returns kube-controller-manager arguments that turn leader
@@ -128,6 +131,9 @@ func Start(opts Options) (_ *Env, retErr error) {
 		BinaryAssetsDirectory: assets,
 		CRDDirectoryPaths:     crds,
 		ErrorIfCRDPathMissing: true,
+	}
+	if len(opts.APIServerFeatureGates) > 0 {
+		e.env.ControlPlane.GetAPIServer().Configure().Append("feature-gates", strings.Join(opts.APIServerFeatureGates, ","))
 	}
 	if e.Config, err = e.env.Start(); err != nil {
 		return nil, fmt.Errorf("starting etcd and kube-apiserver: %w", err)
@@ -255,6 +261,13 @@ func (e *Env) StopControllerManager() error {
 	}
 	e.kcm = nil
 	return nil
+}
+
+// EtcdEndpoint is the client URL of the control plane's etcd, for tests
+// that must write to storage behind the API server's back (a corrupt
+// object). kube-apiserver keeps its objects under /registry.
+func (e *Env) EtcdEndpoint() string {
+	return e.env.ControlPlane.Etcd.URL.String()
 }
 
 // AddUser provisions a user (a client certificate) with the given groups and
