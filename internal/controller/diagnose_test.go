@@ -11,12 +11,14 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -241,4 +243,80 @@ func TestDiagnoseKindsNamespace(t *testing.T) {
 		gone, err := testenv.Gone(k8s, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})(ctx)
 		return gone && len(blockedGauge(t, "")) == 0, err
 	})
+}
+
+// TestDiagnosisOfATenantStaysInItsNamespace: a TeardownPolicy's delete step
+// waits on a ConfigMap of its namespace whose finalizer was added by
+// payments-operator, whose Deployment, in another tenant's namespace, is
+// scaled to zero. The controller's engine sees that Deployment; the
+// policy's author may not: its status and the Event say OutsideNamespace,
+// name the ConfigMap and its finalizer (the author's to read), and neither
+// the Deployment nor its namespace.
+func TestDiagnosisOfATenantStaysInItsNamespace(t *testing.T) {
+	ns := testenv.NewNamespace(t, k8s)
+	payments := testenv.NewNamespace(t, k8s)
+	operator := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "payments-operator", Namespace: payments},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](0),
+			Selector: selector("app", "payments-operator"),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "payments-operator"}},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "manager", Image: "payments-operator"}}},
+			},
+		},
+	}
+	create(t, operator)
+	held := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "held", Namespace: ns,
+		Labels: map[string]string{"leftover": ns}, Finalizers: []string{"payments.example.com/ledger"}}}
+	if err := client.WithFieldOwner(k8s, "payments-operator").Create(t.Context(), held); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { releaseNever(held) })
+	pol := &teardownv1alpha1.TeardownPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "tenant", Namespace: ns},
+		Spec: teardownv1alpha1.TeardownPolicySpec{
+			Targets: []teardownv1alpha1.Target{{APIVersion: "v1", Kind: "ConfigMap", Selector: selector("guard", ns)}},
+			Steps: []teardownv1alpha1.Step{{Name: "delete-leftovers", Delete: &teardownv1alpha1.DeleteAction{
+				Resources: []teardownv1alpha1.ResourceSelector{{APIVersion: "v1", Kind: "ConfigMap", Selector: selector("leftover", ns)}},
+			}}},
+		},
+	}
+	create(t, pol)
+	mustBeReady(t, pol)
+	guarded := labelled(ns, "guarded", "guard", ns)
+	create(t, guarded)
+	testenv.Eventually(t, 20*time.Second, "the object guarded", hasFinalizer(guarded, ns+".teardown.dev/tenant"))
+	del(t, guarded)
+
+	var diag *teardownv1alpha1.Diagnosis
+	testenv.Eventually(t, 30*time.Second, "a diagnosis in status.blockedObjects", func(ctx context.Context) (bool, error) {
+		got := &teardownv1alpha1.TeardownPolicy{}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(pol), got); err != nil {
+			return false, err
+		}
+		for _, b := range got.Status.BlockedObjects {
+			if b.Object.Name == guarded.Name && b.Diagnosis != nil {
+				diag = b.Diagnosis
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	t.Logf("diagnosis: %+v", *diag)
+	note := waitForEvent(t, ns, guarded.Name, teardownv1alpha1.TerminationBlockedReason)
+	for what, text := range map[string]string{"diagnosis.message": diag.Message, "the Event's note": note} {
+		if strings.Contains(text, payments) || strings.Contains(text, "payments-operator") {
+			t.Errorf("%s names another namespace's workload: %q", what, text)
+		}
+	}
+	if diag.Cause != teardownpolicy.CauseOutsideNamespace || diag.Blocker == nil || diag.Blocker.Name != held.Name ||
+		!strings.Contains(diag.Message, "payments.example.com/ledger") {
+		t.Errorf("diagnosis = %s (blocker %v): %q, want %s about ConfigMap held and its finalizer", diag.Cause, diag.Blocker, diag.Message, teardownpolicy.CauseOutsideNamespace)
+	}
+	testenv.Eventually(t, 10*time.Second, "teardown_blocked_objects{policy="+ns+"/tenant}", func(context.Context) (bool, error) {
+		return blockedGauge(t, ns+"/tenant")[teardownpolicy.CauseOutsideNamespace] == 1, nil
+	})
+	releaseNever(held)
+	testenv.Eventually(t, 20*time.Second, "the guarded object to go", testenv.Gone(k8s, guarded))
 }

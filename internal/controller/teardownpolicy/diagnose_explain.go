@@ -53,6 +53,8 @@ const maxDiagnosisMessage = 512
 type diagnosis struct {
 	cause, catalog, message string
 	blocker                 *teardownv1alpha1.ObjectReference
+	// finalizer is the blocking finalizer, when the cause is about one.
+	finalizer string
 	// ownerNamespace is where the workload that should remove the
 	// blocking finalizer runs, when the engine found it.
 	ownerNamespace string
@@ -180,7 +182,7 @@ func (x *explainer) explainObject(ctx context.Context, gvk schema.GroupVersionKi
 		if skip != "" && f.Finalizer == skip && f.Object != nil && f.Object.Name == name && f.Object.Namespace == namespace {
 			continue
 		}
-		d := diagnosis{cause: f.Cause, catalog: f.Catalog, message: f.Message}
+		d := diagnosis{cause: f.Cause, catalog: f.Catalog, message: f.Message, finalizer: f.Finalizer}
 		if f.Finalizer != "" {
 			d.message = f.Finalizer + ": " + d.message
 		}
@@ -198,15 +200,21 @@ func (x *explainer) explainObject(ctx context.Context, gvk schema.GroupVersionKi
 
 // tenantView keeps a TeardownPolicy's diagnosis to its own namespace: the
 // engine runs as the controller, which reads more than the policy's author
-// may. A root cause about an object elsewhere, or that names a workload
-// elsewhere, becomes OutsideNamespace, with no detail.
+// may. A root cause about an object elsewhere becomes OutsideNamespace with
+// no detail; one about an object of the namespace whose finalizer's owner
+// runs elsewhere keeps the object and the finalizer (both the author's to
+// read) and says no more of the owner.
 func tenantView(d diagnosis, ns string, gvk schema.GroupVersionKind, obj metav1.Object) diagnosis {
-	inside := (d.blocker == nil || d.blocker.Namespace == ns) && (d.ownerNamespace == "" || d.ownerNamespace == ns)
-	if inside {
+	blockerInside := d.blocker == nil || d.blocker.Namespace == ns
+	if blockerInside && (d.ownerNamespace == "" || d.ownerNamespace == ns) {
 		return d
 	}
-	return diagnosis{cause: CauseOutsideNamespace,
-		message: fmt.Sprintf("the root cause lies outside namespace %s; a cluster admin can run: kubectl teardown explain %s %s -n %s", ns, strings.ToLower(gvk.Kind), obj.GetName(), obj.GetNamespace())}
+	explain := fmt.Sprintf("a cluster admin can run: kubectl teardown explain %s %s -n %s", strings.ToLower(gvk.Kind), obj.GetName(), obj.GetNamespace())
+	if blockerInside && d.blocker != nil && d.finalizer != "" {
+		return diagnosis{cause: CauseOutsideNamespace, blocker: d.blocker, finalizer: d.finalizer,
+			message: fmt.Sprintf("%s %s/%s: %s: the finalizer's owner runs outside namespace %s; %s", d.blocker.Kind, d.blocker.Namespace, d.blocker.Name, d.finalizer, ns, explain)}
+	}
+	return diagnosis{cause: CauseOutsideNamespace, message: fmt.Sprintf("the root cause lies outside namespace %s; %s", ns, explain)}
 }
 
 // explainJob says why a job step's Job has not finished: a pod that cannot

@@ -48,8 +48,10 @@ func TestTenantView(t *testing.T) {
 			want: outside,
 		},
 		"owner runs in another namespace": {
-			in:   diagnosis{cause: "CleanupInProgress", blocker: cm("shop"), ownerNamespace: "cert-manager", message: "cert-manager/cert-manager is down"},
-			want: outside,
+			in: diagnosis{cause: "CleanupInProgress", blocker: cm("shop"), finalizer: "cert-manager.io/cleanup", ownerNamespace: "cert-manager",
+				message: "ConfigMap shop/held: cert-manager.io/cleanup: Deployment cert-manager/cert-manager is down"},
+			want: diagnosis{cause: CauseOutsideNamespace, blocker: cm("shop"), finalizer: "cert-manager.io/cleanup",
+				message: "ConfigMap shop/held: cert-manager.io/cleanup: the finalizer's owner runs outside namespace shop; a cluster admin can run: kubectl teardown explain configmap settings -n shop"},
 		},
 		"owner runs in the namespace": {
 			in:   diagnosis{cause: "CleanupInProgress", blocker: cm("shop"), ownerNamespace: "shop", message: "shop/operator is down"},
