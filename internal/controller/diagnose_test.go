@@ -7,6 +7,7 @@ package controller_test
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -26,6 +27,7 @@ import (
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/internal/controller/teardownpolicy"
 	"github.com/teardown-dev/teardown/internal/policy"
+	"github.com/teardown-dev/teardown/internal/steps"
 	"github.com/teardown-dev/teardown/internal/testenv"
 )
 
@@ -319,4 +321,72 @@ func TestDiagnosisOfATenantStaysInItsNamespace(t *testing.T) {
 	})
 	releaseNever(held)
 	testenv.Eventually(t, 20*time.Second, "the guarded object to go", testenv.Gone(k8s, guarded))
+}
+
+// TestDiagnosisWithoutWhatTheStepWaitsOn covers the two causes that need
+// no object the step waits on: a webhook step whose receiver is gone is
+// reported with the step's error (WebhookFailing, no engine), and a webhook
+// step in progress on a target that also carries another finalizer nobody
+// removes is reported with that finalizer, the target as blocker.
+func TestDiagnosisWithoutWhatTheStepWaitsOn(t *testing.T) {
+	ns := testenv.NewNamespace(t, k8s)
+	gone := newCleanupServer(t, func(int, steps.WebhookRequest, http.ResponseWriter) {})
+	working := newCleanupServer(t, func(_ int, _ steps.WebhookRequest, w http.ResponseWriter) {
+		answerJSON(w, http.StatusOK, steps.WebhookResponse{Status: steps.WebhookInProgress, RetryAfterSeconds: 1})
+	})
+	cases := []struct {
+		name       string
+		step       teardownv1alpha1.Step
+		finalizers []string
+		wantCause  string
+		wantText   string
+		wantTarget bool // the target is the blocker
+	}{
+		{name: "gone", step: gone.webhookStep("notify"), wantCause: teardownpolicy.CauseWebhookFailing, wantText: "step notify: transient:"},
+		{name: "other", step: working.webhookStep("notify"), finalizers: []string{"example.com/never"},
+			wantText: "example.com/never", wantTarget: true},
+	}
+	gone.Close() // connections refused from now on
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			name := "diagnose-" + tc.name + "-" + ns
+			pol := &teardownv1alpha1.ClusterTeardownPolicy{
+				ObjectMeta: metav1.ObjectMeta{Name: name},
+				Spec: teardownv1alpha1.TeardownPolicySpec{
+					Targets: []teardownv1alpha1.Target{{APIVersion: "v1", Kind: "ConfigMap", Selector: selector("guard", tc.name)}},
+					Steps:   []teardownv1alpha1.Step{tc.step},
+				},
+			}
+			create(t, pol)
+			t.Cleanup(func() { _ = k8s.Delete(context.Background(), pol) })
+			mustBeReady(t, pol)
+			guarded := labelled(ns, tc.name, "guard", tc.name)
+			guarded.Finalizers = tc.finalizers
+			create(t, guarded)
+			t.Cleanup(func() { releaseNever(guarded) })
+			testenv.Eventually(t, 20*time.Second, "the object guarded", hasFinalizer(guarded, "teardown.dev/"+name))
+			del(t, guarded)
+			var diag *teardownv1alpha1.Diagnosis
+			testenv.Eventually(t, 30*time.Second, "a diagnosis in status.blockedObjects", func(ctx context.Context) (bool, error) {
+				got := &teardownv1alpha1.ClusterTeardownPolicy{}
+				if err := k8s.Get(ctx, client.ObjectKeyFromObject(pol), got); err != nil {
+					return false, err
+				}
+				for _, b := range got.Status.BlockedObjects {
+					if b.Object.Name == guarded.Name && b.Diagnosis != nil {
+						diag = b.Diagnosis
+						return true, nil
+					}
+				}
+				return false, nil
+			})
+			t.Logf("diagnosis: %+v", *diag)
+			if (tc.wantCause != "" && diag.Cause != tc.wantCause) || !strings.Contains(diag.Message, tc.wantText) {
+				t.Errorf("diagnosis = %s: %q, want %s mentioning %q", diag.Cause, diag.Message, tc.wantCause, tc.wantText)
+			}
+			if isTarget := diag.Blocker != nil && diag.Blocker.Name == guarded.Name; isTarget != tc.wantTarget {
+				t.Errorf("diagnosis.blocker = %+v, want the target: %t", diag.Blocker, tc.wantTarget)
+			}
+		})
+	}
 }
