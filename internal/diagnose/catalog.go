@@ -77,11 +77,13 @@ type subject struct {
 }
 
 // ownedThen is a check that first finds the owner (ownedFinalizer), then
-// runs next with what it found.
+// runs next with what it found. The owner's RBAC is checked last, so that a
+// missing permission is reported beside what next finds, never instead.
 func ownedThen(next check) check {
 	return func(e *Explainer, ctx context.Context, fd *Finding, s subject) {
-		e.ownedFinalizer(ctx, fd, s)
+		e.ownerFinding(ctx, fd, s)
 		next(e, ctx, fd, s)
+		e.ownerRBAC(ctx, fd, s.GVR, s.Obj)
 	}
 }
 
@@ -93,7 +95,7 @@ var finalizerCatalog []Entry
 
 func init() {
 	finalizerCatalog = slices.Concat(namespaceEntries, gcEntries, volumesEntries, crdEntries, podsEntries,
-		nodesEntries, networkEntries, draEntries, thirdpartyEntries)
+		nodesEntries, networkEntries, draEntries, thirdpartyEntries, crossplaneEntries)
 }
 
 // lookupCatalog finds the entry for finalizer on kind; exact matches win over

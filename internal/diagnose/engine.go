@@ -164,6 +164,8 @@ func (e *Explainer) finalizerFinding(ctx context.Context, gvr schema.GroupVersio
 	} else {
 		e.ownedFinalizer(ctx, &fd, sub)
 	}
+	// What the owner says about the object comes before any guess.
+	e.ownerSays(ctx, &fd, sub)
 	// B3: would the API server accept the removal at all?
 	if check := e.dryRunRemoval(ctx, gvr, obj, index, fin); check != nil {
 		fd.Removal = check

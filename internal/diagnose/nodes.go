@@ -88,6 +88,9 @@ func (e *Explainer) nodeDrain(ctx context.Context, fd *Finding, obj metav1.Objec
 			FixOwner: "the owner of the workload behind the budget",
 			Remedy:   "make one disruption possible: scale the workload up or fix its unhealthy pods, or relax minAvailable/maxUnavailable; Karpenter's NodePool terminationGracePeriod bounds how long a drain may wait",
 			Leaks:    "nothing: this is the drain doing its job"}
+		if refused := e.evictionsRefused(ctx, drained, covered); len(refused) > 0 {
+			c.Message += "; the API server refuses their eviction (dry-run): " + strings.Join(refused, "; ")
+		}
 		if gone {
 			c.Severity = SeverityWarning
 			c.Message += " (once its owner runs again)"

@@ -28,13 +28,19 @@ const (
 	CauseOwnerUnknown                = "FinalizerOwnerUnknown"       // B1/B5 undecided
 )
 
-// ownedFinalizer handles finalizers owned by a controller: find the owner and
-// judge whether it is alive.
+// ownedFinalizer handles finalizers owned by a controller: find the owner,
+// judge whether it is alive, and whether it may remove the finalizer.
 func (e *Explainer) ownedFinalizer(ctx context.Context, fd *Finding, s subject) {
-	gvr, gvk, obj, entry, inCatalog := s.GVR, s.GVK, s.Obj, s.Entry, s.InCatalog
+	e.ownerFinding(ctx, fd, s)
+	e.ownerRBAC(ctx, fd, s.GVR, s.Obj)
+}
+
+// ownerFinding finds the owner and judges whether it is alive (B1, B2,
+// B5, A8).
+func (e *Explainer) ownerFinding(ctx context.Context, fd *Finding, s subject) {
+	gvk, obj, entry, inCatalog := s.GVK, s.Obj, s.Entry, s.InCatalog
 	owner := e.findOwner(ctx, gvk, obj, fd.Finalizer, entry, inCatalog)
 	fd.Owner = owner
-	defer e.ownerRBAC(ctx, fd, gvr, obj)
 	progress := ""
 	if fd.Progress != nil {
 		progress = fmt.Sprintf(" (last progress: %s after %d attempts: %s)", fd.Progress.State, fd.Progress.Attempts, fd.Progress.Message)
@@ -54,9 +60,12 @@ func (e *Explainer) ownedFinalizer(ctx context.Context, fd *Finding, s subject) 
 			fd.Remedy = fmt.Sprintf("run %s temporarily from another namespace so it finalizes properly; or do its external cleanup by hand, record it, then release the finalizer", owner.Component)
 		} else {
 			fd.Cause, fd.Catalog = CauseOwnerGone, "B1"
-			fd.Message = fmt.Sprintf("%s owns %q and does not look alive (%s)%s", owner.Component, fd.Finalizer, owner.State, progress)
+			fd.Message = fmt.Sprintf("%s owns %q and %s%s", owner.Component, fd.Finalizer, ownerState(owner), progress)
 			fd.FixOwner = "operator or application owner"
 			generic := fmt.Sprintf("reinstall or restart %s and let it finalize; release only when it is provably gone and its external cleanup is done or accepted as leaked", owner.Component)
+			if installedButUnhealthy(owner) {
+				generic = fmt.Sprintf("reinstall or restart %s so that %s becomes ready (its pods' status and events say why it is not), and let it finalize; do not release: it is installed, and its cleanup would be skipped", owner.Component, owner.Workload)
+			}
 			if fd.Remedy != "" {
 				generic += "; or: " + fd.Remedy
 			}
@@ -105,7 +114,10 @@ func managerOrUnknown(m string) string {
 // managedFields, CRD and APIService groups; then looks for the workload.
 func (e *Explainer) findOwner(ctx context.Context, gvk schema.GroupVersionKind, obj metav1.Object, fin string, entry Entry, inCatalog bool) *Owner {
 	o := &Owner{Source: SourceNone, State: OwnerUnknown, Manager: finalizerManager(obj, fin)}
-	var candidates []string
+	// candidates name the controller that removes the finalizer; the
+	// manager that added it is only a fallback, as whoever added it
+	// (argocd-server, a Helm client, a webhook) need not remove it.
+	var candidates, managers []string
 	for _, p := range e.c.Policies(ctx) {
 		if p.Finalizer == fin {
 			o.Source = SourcePolicy
@@ -128,7 +140,7 @@ func (e *Explainer) findOwner(ctx context.Context, gvk schema.GroupVersionKind, 
 			o.Source, o.Component = SourceManager, o.Manager
 		}
 		o.Evidence = append(o.Evidence, fmt.Sprintf("managedFields: %q added the finalizer", o.Manager))
-		candidates = append(candidates, o.Manager)
+		managers = append(managers, o.Manager)
 	}
 	if d := finalizerDomain(fin); d != "" {
 		for _, crd := range e.c.getCRDs(ctx) {
@@ -156,10 +168,17 @@ func (e *Explainer) findOwner(ctx context.Context, gvk schema.GroupVersionKind, 
 	if o.Source == SourceNone {
 		return o
 	}
+	w, ok, handled := e.csiOwner(ctx, o, gvk, obj, fin)
+	if !handled {
+		w, ok = e.findWorkload(ctx, candidates)
+	}
+	if !ok && !handled && len(managers) > 0 {
+		w, ok = e.findWorkload(ctx, managers)
+	}
+	candidates = append(candidates, managers...)
 	if len(candidates) == 0 {
 		return o
 	}
-	w, ok := e.findWorkload(ctx, candidates)
 	if !ok {
 		// A leader-election Lease tells a running controller from a gone one
 		// even when its workload is named differently.
@@ -199,7 +218,7 @@ func (e *Explainer) findOwner(ctx context.Context, gvk schema.GroupVersionKind, 
 		o.Evidence = append(o.Evidence, fmt.Sprintf("%s lives in namespace %s, which is being deleted", w.Ref, w.Ref.Namespace))
 	case w.Ready == 0:
 		o.State = OwnerDown
-		o.Evidence = append(o.Evidence, fmt.Sprintf("%s has 0 of %d replicas ready", w.Ref, w.Desired))
+		o.Evidence = append(o.Evidence, e.unhealthy(ctx, w))
 	default:
 		o.State = OwnerAlive
 		o.Evidence = append(o.Evidence, fmt.Sprintf("%s has %d of %d replicas ready", w.Ref, w.Ready, w.Desired))

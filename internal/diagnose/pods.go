@@ -86,9 +86,11 @@ func (e *Explainer) podFindings(ctx context.Context, obj metav1.Object) []Findin
 			Remedy:   fmt.Sprintf("recover the node; if it is confirmed dead, taint it: kubectl taint node %s node.kubernetes.io/out-of-service=nodeshutdown:NoExecute (or delete the Node object); last resort: kubectl delete pod --grace-period=0 --force.%s", node.Name, warn),
 			Leaks:    "volumes may stay attached to the dead node until it is tainted out-of-service"}}
 	}
-	return []Finding{{Cause: CausePodNotKilled, Catalog: "D3", Severity: SeverityBlocker, Object: &ref,
+	d3 := Finding{Cause: CausePodNotKilled, Catalog: "D3", Severity: SeverityBlocker, Object: &ref,
 		Message:  fmt.Sprintf("past its grace period by %s on Ready node %s: the kubelet cannot stop it (runtime or volume teardown)", past, node.Name),
-		FixOwner: "node or storage owner", Remedy: "read the pod's events and the kubelet's logs on the node; a forced delete only hides the problem"}}
+		FixOwner: "node or storage owner", Remedy: "read the pod's events and the kubelet's logs on the node; a forced delete only hides the problem"}
+	e.kubeletSays(ctx, pod, &d3)
+	return []Finding{d3}
 }
 
 // jobTracking: C8. The Job controller removes batch.kubernetes.io/job-tracking

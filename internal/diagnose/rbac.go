@@ -49,7 +49,7 @@ func (e *Explainer) ownerRBAC(ctx context.Context, fd *Finding, gvr schema.Group
 	if leaks == "" {
 		leaks = "whatever " + o.Component + " cleans up outside this object (unknown to Teardown)"
 	}
-	if o.State == OwnerAlive {
+	if o.State == OwnerAlive && !ownCauseFound(fd) {
 		fd.Cause, fd.Catalog, fd.Severity = CauseOwnerLacksRBAC, "B4", SeverityBlocker
 		fd.Message = fmt.Sprintf("%s owns %q and is running, but cannot remove it: %s", o.Component, fd.Finalizer, msg)
 		fd.FixOwner = "operator packaging (its RBAC); cluster admin"
@@ -57,11 +57,33 @@ func (e *Explainer) ownerRBAC(ctx context.Context, fd *Finding, gvr schema.Group
 		fd.Leaks = leaks
 		return
 	}
+	if o.State == OwnerAlive {
+		// The finalizer's own check found a cause too (a drain blocked by
+		// a budget, a volume that cannot detach): both must be fixed, and
+		// both are root blockers.
+		fd.Children = append(fd.Children, Finding{Cause: CauseOwnerLacksRBAC, Catalog: "B4", Severity: SeverityBlocker, Object: fd.Object, Finalizer: fd.Finalizer, Owner: o,
+			Message:  fmt.Sprintf("%s is running, but even once the rest is fixed it cannot remove %q: %s", o.Component, fd.Finalizer, msg),
+			FixOwner: "operator packaging (its RBAC); cluster admin",
+			Remedy:   fmt.Sprintf("grant the owner the right to write the object: %s; or fix the RBAC its chart or bundle ships", grant),
+			Leaks:    leaks})
+		return
+	}
 	fd.Children = append(fd.Children, Finding{Cause: CauseOwnerLacksRBAC, Catalog: "B4", Severity: SeverityWarning, Object: fd.Object, Finalizer: fd.Finalizer,
 		Message:  "even once running again it could not remove the finalizer: " + msg,
 		FixOwner: "operator packaging (its RBAC); cluster admin",
 		Remedy:   grant,
 		Leaks:    leaks})
+}
+
+// ownCauseFound says whether a finalizer's own check named a cause of its
+// own (not only the owner's liveness): then a missing permission is
+// reported beside it.
+func ownCauseFound(fd *Finding) bool {
+	switch fd.Cause {
+	case "", CauseCleanupInProgress, CauseOwnerUnknown, CauseOwnerGone, CauseOrphanFinalizer, CauseOwnerInTerminatingNamespace:
+		return false
+	}
+	return true
 }
 
 // serviceAccountMay asks, with one SubjectAccessReview per verb, whether a
