@@ -27,7 +27,12 @@ SPDX-License-Identifier: Apache-2.0
 //     pods.go (C8, D1–D3), crd.go (C9), dra.go (C12), nodes.go (D5), gc.go
 //     (E1–E3), ownerrefs.go (E4), liveness.go (control-plane liveness),
 //     policies.go (Teardown's own policies), thirdparty.go (well-known
-//     third-party finalizers).
+//     third-party finalizers), crossplane.go (a managed resource's
+//     Crossplane Provider), csi.go (a CSI finalizer's driver and its
+//     controller), ownerstatus.go (B2: what the owner says in the object's
+//     status or Events), podevents.go (D3 in the kubelet's words),
+//     evictions.go (D5: the API server's answer to a dry-run eviction),
+//     workloadhealth.go (an owner installed but unhealthy).
 //   - report.go and render.go: the Report (the JSON schema of docs/cli.md)
 //     and its human rendering, both pure.
 //   - summary.go: status's one-line blockers.
