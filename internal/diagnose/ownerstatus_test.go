@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -90,6 +91,32 @@ func FuzzFailingCondition(f *testing.F) {
 		}
 		if len(st.Text) > maxSaid || !utf8.ValidString(st.Text) || strings.ContainsAny(st.Text, "\n\r\x1b\u202e") {
 			t.Errorf("unsafe text %q", st.Text)
+		}
+	})
+}
+
+// FuzzWorkloadWhy: a workload's pods and a package's conditions are written
+// by others (kubelets, schedulers, Crossplane); what explain repeats of them
+// stays bounded and free of control characters.
+func FuzzWorkloadWhy(f *testing.F) {
+	f.Add([]byte(`{"spec":{"nodeName":"n1"},"status":{"phase":"Running","containerStatuses":[{"name":"c","state":{"waiting":{"reason":"CrashLoopBackOff","message":"back-off"}},"lastState":{"terminated":{"exitCode":1,"reason":"Error"}},"restartCount":7}]}}`))
+	f.Add([]byte(`{"status":{"phase":"Pending","conditions":[{"type":"PodScheduled","status":"False","reason":"Unschedulable","message":"0/3 nodes are available"}]}}`))
+	f.Add([]byte(`{"status":{"conditions":[{"type":"Healthy","status":"False","reason":"UnhealthyPackageRevision","message":"x\n\u202ey"}]}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		check := func(what, s string, max int) {
+			if len(s) > max || !utf8.ValidString(s) || strings.ContainsAny(s, "\n\r\x1b\u202e") {
+				t.Errorf("%s: unsafe text %q", what, s)
+			}
+		}
+		pod := &corev1.Pod{}
+		if err := json.Unmarshal(data, pod); err == nil {
+			check("podWhy", podWhy(pod), 1024)
+		}
+		obj := map[string]any{}
+		if err := json.Unmarshal(data, &obj); err == nil {
+			for _, s := range notTrue(&unstructured.Unstructured{Object: obj}, "Provider p", "Healthy", "Installed") {
+				check("notTrue", s, 512)
+			}
 		}
 	})
 }

@@ -123,7 +123,7 @@ func podWhy(p *corev1.Pod) string {
 		return "terminating"
 	}
 	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-		return fmt.Sprintf("%s (%s)", p.Status.Phase, cleanText(p.Status.Reason, 40))
+		return fmt.Sprintf("%s (%s)", p.Status.Phase, cleanText(p.Status.Reason, 40)) // a phase the API server validated
 	}
 	for _, c := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
 		if c.State.Waiting != nil && c.State.Waiting.Reason != "" && c.State.Waiting.Reason != "PodInitializing" && c.State.Waiting.Reason != "ContainerCreating" {
@@ -148,12 +148,12 @@ func podWhy(p *corev1.Pod) string {
 		return "Pending, not scheduled to a node"
 	}
 	if p.Status.Phase == corev1.PodPending || p.Status.Phase == "" {
-		return "Pending on node " + p.Spec.NodeName + ", no container started (no status from its kubelet)"
+		return "Pending on node " + cleanText(p.Spec.NodeName, 253) + ", no container started (no status from its kubelet)"
 	}
 	for _, c := range p.Status.ContainerStatuses {
 		if !c.Ready {
-			return fmt.Sprintf("%s, container %s not ready (readiness probe)", p.Status.Phase, cleanText(c.Name, 63))
+			return fmt.Sprintf("%s, container %s not ready (readiness probe)", cleanText(string(p.Status.Phase), 40), cleanText(c.Name, 63))
 		}
 	}
-	return string(p.Status.Phase) + ", not ready"
+	return cleanText(string(p.Status.Phase), 40) + ", not ready"
 }
