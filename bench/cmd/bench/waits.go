@@ -219,8 +219,14 @@ func (b *bench) waitScenario(ctx context.Context, sc waitScenario) error {
 	// user would, unaware of the controller's schedule.
 	var light []time.Duration
 	var lightFirst, lightLast time.Time
+	early := 0
 	for i := range b.opts.waitLight {
 		lat, sent, gone, err := b.waitOne(ctx, sc, tr, i, true)
+		if errors.Is(err, errReleasedEarly) {
+			b.logf("  light load, target %d: %v", i, err)
+			early++
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("light load, target %d: %w", i, err)
 		}
@@ -230,7 +236,9 @@ func (b *bench) waitScenario(ctx context.Context, sc waitScenario) error {
 		}
 		lightLast = gone
 	}
-	b.res.Waits = append(b.res.Waits, waitLatency(sc.name, report.LoadLight, light, lightLast.Sub(lightFirst)))
+	lightRes := waitLatency(sc.name, report.LoadLight, light, lightLast.Sub(lightFirst))
+	lightRes.ReleasedEarly = early
+	b.res.Waits = append(b.res.Waits, lightRes)
 	b.logf("  light: p50 %.3fs, p99 %.3fs", report.Percentile(light, 50), report.Percentile(light, 99))
 
 	// At once: every target pending, then every user deleted at once.
@@ -244,8 +252,17 @@ func (b *bench) waitScenario(ctx context.Context, sc waitScenario) error {
 	if err := parallel(ctx, b.driverWorkers, n, func(ctx context.Context, i int) error { return b.deleteTarget(ctx, sc, i) }); err != nil {
 		return err
 	}
-	if err := tr.waitAll(ctx, n, phaseTimeout(n), "pending", func(s *waitState) bool { return !s.pending.IsZero() }); err != nil {
+	if err := tr.waitAll(ctx, n, phaseTimeout(n), "pending", func(s *waitState) bool { return !s.pending.IsZero() || !s.gone.IsZero() }); err != nil {
 		return err
+	}
+	early = 0
+	for i := range n {
+		if tr.state(waitNamespace(i)).pending.IsZero() {
+			early++
+		}
+	}
+	if early > 0 {
+		b.logf("  %d of %d targets released at their first check, while their user existed", early, n)
 	}
 	waiting, err := b.waitingRequests(ctx)
 	if err != nil {
@@ -261,17 +278,20 @@ func (b *bench) waitScenario(ctx context.Context, sc waitScenario) error {
 	if err := tr.waitAll(ctx, n, phaseTimeout(n), "gone", func(s *waitState) bool { return !s.gone.IsZero() }); err != nil {
 		return err
 	}
-	lat := make([]time.Duration, n)
+	var lat []time.Duration
 	var last time.Time
 	for i := range n {
-		gone := tr.state(waitNamespace(i)).gone
-		lat[i] = gone.Sub(sent[i])
-		if gone.After(last) {
-			last = gone
+		st := tr.state(waitNamespace(i))
+		if st.pending.IsZero() {
+			continue // released early: not a latency of the wait
+		}
+		lat = append(lat, st.gone.Sub(sent[i]))
+		if st.gone.After(last) {
+			last = st.gone
 		}
 	}
 	atOnce := waitLatency(sc.name, report.LoadAtOnce, lat, last.Sub(earliest(sent)))
-	atOnce.WaitingRequests = waiting
+	atOnce.WaitingRequests, atOnce.ReleasedEarly = waiting, early
 	b.res.Waits = append(b.res.Waits, atOnce)
 	b.logf("  %d at once: p50 %.3fs, p99 %.3fs, all gone %.2fs after the first user's deletion; %.0f API requests/s while they waited", n,
 		report.Percentile(lat, 50), report.Percentile(lat, 99), last.Sub(earliest(sent)).Seconds(), waiting)
@@ -328,8 +348,13 @@ func (b *bench) waitOne(ctx context.Context, sc waitScenario, tr *waitTracker, i
 	if err := b.deleteTarget(ctx, sc, i); err != nil {
 		return 0, sent, gone, err
 	}
-	if err := tr.wait(ctx, ns, "pending", func(s *waitState) bool { return !s.pending.IsZero() }); err != nil {
+	if err := tr.wait(ctx, ns, "pending", func(s *waitState) bool { return !s.pending.IsZero() || !s.gone.IsZero() }); err != nil {
 		return 0, sent, gone, err
+	}
+	if tr.state(ns).pending.IsZero() {
+		// Gone at the first check, while its user existed.
+		tr.forget(ns)
+		return 0, sent, gone, errors.Join(errReleasedEarly, b.deleteUser(ctx, sc, i))
 	}
 	if randomPhase {
 		time.Sleep(rand.N(2 * time.Second))
@@ -345,6 +370,10 @@ func (b *bench) waitOne(ctx context.Context, sc waitScenario, tr *waitTracker, i
 	tr.forget(ns)
 	return gone.Sub(sent), sent, gone, nil
 }
+
+// errReleasedEarly: the target was gone without its cleanup ever being
+// pending, although its user existed when it was deleted.
+var errReleasedEarly = errors.New("released at the first check, while its user existed")
 
 // createPair creates target i and its user.
 func (b *bench) createPair(ctx context.Context, sc waitScenario, i int) error {
