@@ -32,7 +32,11 @@ SPDX-License-Identifier: Apache-2.0
 //     controller), ownerstatus.go (B2: what the owner says in the object's
 //     status or Events), podevents.go (D3 in the kubelet's words),
 //     evictions.go (D5: the API server's answer to a dry-run eviction),
-//     workloadhealth.go (an owner installed but unhealthy).
+//     workloadhealth.go (an owner installed but unhealthy); chains.go
+//     (PV → claim → pod followed to the end), operatorns.go (A8 once the
+//     operator is gone), stillhere.go (an object whose owner is being
+//     deleted), vanished.go (an absent target: its Events and namespace),
+//     corrupt.go (F1, objects kube-apiserver cannot read from storage).
 //   - report.go and render.go: the Report (the JSON schema of docs/cli.md)
 //     and its human rendering, both pure.
 //   - summary.go: status's one-line blockers.

@@ -7,7 +7,6 @@ package diagnose
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
@@ -78,12 +77,23 @@ func (t Target) Ref() ObjectRef {
 // IsNamespace is true for a Namespace.
 func (t Target) IsNamespace() bool { return t.GVR.Group == "" && t.GVR.Resource == "namespaces" }
 
-// Explain builds the report for t.
+// Explain reads t and builds its report. For a target that does not exist
+// it returns the NotFound error together with a report of what the cluster
+// remembers of it (Events, its namespace). For a target that does not exist
+// it returns the NotFound error together with a report of what the cluster
+// remembers of it (Events, its namespace).
 func (e *Explainer) Explain(ctx context.Context, t Target) (*Report, error) {
 	obj, err := e.c.GetObject(ctx, t.GVR, t.Namespace, t.Name)
 	if apierrors.IsNotFound(err) && t.IsNamespace() {
 		// A12: a namespace finalized too early leaves its content behind.
 		return e.deletedNamespace(ctx, t, err)
+	}
+	if apierrors.IsNotFound(err) {
+		// What the cluster remembers of it, with the error (vanished.go).
+		return e.vanished(ctx, t), err
+	}
+	if rep := e.corruptTarget(t, err); rep != nil {
+		return rep, nil // corrupt.go
 	}
 	if err != nil {
 		return nil, err
@@ -106,7 +116,7 @@ func (e *Explainer) Explain(ctx context.Context, t Target) (*Report, error) {
 		rep.Findings = e.objectFindings(ctx, t.GVR, t.GVK, obj, 0)
 		rep.Findings = append(rep.Findings, e.ownerRefFindings(ctx, t, obj)...)
 	}
-	if rep.Terminating && e.usesControllerManager(rep.Findings) {
+	if deletionPending(rep) && e.usesControllerManager(rep.Findings) {
 		kcm := e.kcmLiveness(ctx)
 		e.controllerManagerStopped(rep.Findings, kcm)
 		rep.Controllers = append(rep.Controllers, kcm)
@@ -124,8 +134,7 @@ func refOf(gvr schema.GroupVersionResource, gvk schema.GroupVersionKind, obj met
 // checks for pods. depth counts the chain above it.
 func (e *Explainer) objectFindings(ctx context.Context, gvr schema.GroupVersionResource, gvk schema.GroupVersionKind, obj metav1.Object, depth int) []Finding {
 	if obj.GetDeletionTimestamp() == nil {
-		return []Finding{{Cause: "NotTerminating", Severity: SeverityInfo, Object: refPtr(refOf(gvr, gvk, obj)),
-			Message: fmt.Sprintf("%s is not being deleted", refOf(gvr, gvk, obj))}}
+		return []Finding{e.notTerminating(ctx, gvr, gvk, obj, depth)}
 	}
 	e.mu.Lock()
 	seen := e.visited[obj.GetUID()]

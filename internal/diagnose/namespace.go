@@ -175,6 +175,10 @@ func (e *Explainer) kubernetesFinalizer(ctx context.Context, ns *corev1.Namespac
 				// finalizers (A7): the content findings below say which.
 				cf.Severity, cf.Catalog = SeverityInfo, "A7"
 				cf.FixOwner, cf.Remedy = "", "see the remaining content below"
+			case storageReadFailure(c.Message):
+				// F1: objects kube-apiserver cannot read, named below.
+				cf.Severity, cf.Catalog = SeverityInfo, "F1"
+				cf.FixOwner, cf.Remedy = "", "see the objects kube-apiserver cannot read, below"
 			default:
 				cf.Remedy = "read the error: a webhook or CRD conversion webhook down, a ValidatingAdmissionPolicy denying, or a corrupt object (F1); fix that"
 			}
@@ -270,7 +274,7 @@ func (e *Explainer) contentFindings(ctx context.Context, ns *corev1.Namespace, c
 		out = append(out, f)
 	}
 	for _, err := range errs {
-		out = append(out, Finding{Cause: "ListFailed", Severity: SeverityWarning, Message: err.Error()})
+		out = append(out, e.listFailure(ns.Name, err)...) // corrupt.go
 	}
 	return out
 }
@@ -286,7 +290,7 @@ func (e *Explainer) deletedNamespace(ctx context.Context, t Target, notFound err
 		}
 	}
 	if len(left) == 0 {
-		return nil, notFound
+		return e.vanished(ctx, t), notFound // vanished.go
 	}
 	rep := &Report{APIVersion: ReportAPIVersion, Kind: "ExplainReport", Target: t.Ref()}
 	f := Finding{Cause: CauseOrphanedContent, Catalog: "A12", Severity: SeverityBlocker, Object: refPtr(t.Ref()),

@@ -53,11 +53,8 @@ func (e *Explainer) ownerFinding(ctx context.Context, fd *Finding, s subject) {
 		fd.Remedy = fmt.Sprintf("remove it with evidence recorded: kubectl teardown release %s --finalizer %s --reason '...'", TargetArg(*fd.Object), fd.Finalizer)
 		fd.Leaks = "nothing known: no controller was going to act on it"
 	case owner.State == OwnerDown || owner.State == OwnerMissing:
-		if owner.Workload != nil && e.c.namespaceTerminating(ctx, owner.Workload.Namespace) {
-			fd.Cause, fd.Catalog = CauseOwnerInTerminatingNamespace, "A8"
-			fd.Message = fmt.Sprintf("%s owns %q and runs in namespace %s, which is being deleted: it is gone before it can clean up, and cannot be recreated there", owner.Component, fd.Finalizer, owner.Workload.Namespace)
-			fd.FixOwner = "operator vendor (design); cluster admin"
-			fd.Remedy = fmt.Sprintf("run %s temporarily from another namespace so it finalizes properly; or do its external cleanup by hand, record it, then release the finalizer", owner.Component)
+		if home, evidence := e.operatorHome(ctx, owner, entry); home != "" {
+			e.operatorInNamespace(fd, owner, home, evidence) // operatorns.go
 		} else {
 			fd.Cause, fd.Catalog = CauseOwnerGone, "B1"
 			fd.Message = fmt.Sprintf("%s owns %q and %s%s", owner.Component, fd.Finalizer, ownerState(owner), progress)

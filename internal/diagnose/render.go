@@ -55,6 +55,10 @@ func RenderReport(w io.Writer, r *Report, p Palette) {
 	var b strings.Builder
 	head := p.Bold(r.Target.String())
 	switch {
+	case r.Absent:
+		fmt.Fprintf(&b, "%s does not exist", head)
+	case r.Unreadable:
+		fmt.Fprintf(&b, "%s cannot be read from storage", head)
 	case !r.Terminating:
 		fmt.Fprintf(&b, "%s is not being deleted", head)
 	default:

@@ -128,6 +128,12 @@ type Report struct {
 	APIVersion string    `json:"apiVersion"`
 	Kind       string    `json:"kind"`
 	Target     ObjectRef `json:"target"`
+	// Absent is true when the target does not exist; Findings then say
+	// what the cluster remembers of it (Events, its namespace).
+	Absent bool `json:"absent,omitempty"`
+	// Unreadable is true when kube-apiserver cannot read the target from
+	// storage (a corrupt object, F1).
+	Unreadable bool `json:"unreadable,omitempty"`
 	// Terminating is true when the target has a deletionTimestamp.
 	Terminating       bool         `json:"terminating"`
 	DeletionTimestamp *metav1.Time `json:"deletionTimestamp,omitempty"`

@@ -32,11 +32,16 @@ var volumesEntries = []Entry{
 		Remedy: "delete or finish the pods that use the claim (including Completed/Failed ones)",
 		Leaks:  "the volume may still be mounted and written by a pod", Strip: StripRisky,
 		Resources: []string{"persistentvolumeclaims"},
-		Check:     func(e *Explainer, ctx context.Context, fd *Finding, s subject) { e.pvcProtection(ctx, fd, s.Obj) }},
+		Check: func(e *Explainer, ctx context.Context, fd *Finding, s subject) {
+			e.pvcProtection(ctx, fd, s.Obj, s.Depth)
+		}},
 	{Finalizer: "kubernetes.io/pv-protection", Kinds: []string{"PersistentVolume"}, Component: "pv-protection controller (kube-controller-manager)", BuiltIn: true, ID: "C2",
 		Remedy: "delete the bound PersistentVolumeClaim first", Leaks: "a volume still bound to a claim", Strip: StripRisky,
 		Resources: []string{"persistentvolumes"},
-		Check:     func(e *Explainer, ctx context.Context, fd *Finding, s subject) { e.pvProtection(ctx, fd, s.Obj) }},
+		Check: func(e *Explainer, ctx context.Context, fd *Finding, s subject) {
+			e.pvProtection(ctx, fd, s.Obj)
+			e.boundClaim(ctx, fd, s) // chains.go
+		}},
 	{Finalizer: "kubernetes.io/vac-protection", Kinds: []string{"VolumeAttributesClass"}, Component: "vac-protection controller (kube-controller-manager)", BuiltIn: true, ID: "C11",
 		Remedy: "point the PVCs and PVs that still reference the VolumeAttributesClass at another class, or delete them",
 		Leaks:  "the PVCs and PVs keep naming a class that no longer exists: modifying their volumes fails until they name another one", Strip: StripRisky,
@@ -62,7 +67,7 @@ var volumesEntries = []Entry{
 }
 
 // pvcProtection: C1.
-func (e *Explainer) pvcProtection(ctx context.Context, fd *Finding, obj metav1.Object) {
+func (e *Explainer) pvcProtection(ctx context.Context, fd *Finding, obj metav1.Object, depth int) {
 	fd.Owner = &Owner{Component: "pvc-protection controller (kube-controller-manager)", Source: SourceCatalog, State: OwnerUnknown}
 	pods, err := e.c.kube.CoreV1().Pods(obj.GetNamespace()).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -76,10 +81,7 @@ func (e *Explainer) pvcProtection(ctx context.Context, fd *Finding, obj metav1.O
 		}
 		for _, v := range p.Spec.Volumes {
 			if v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == obj.GetName() {
-				fd.Children = append(fd.Children, Finding{Cause: CausePVCInUse, Catalog: "C1", Severity: SeverityBlocker,
-					Object:  &ObjectRef{APIVersion: "v1", Kind: "Pod", Resource: "pods", Namespace: p.Namespace, Name: p.Name},
-					Message: fmt.Sprintf("pod %s (phase %s, node %s) uses the claim", p.Name, p.Status.Phase, p.Spec.NodeName),
-					Remedy:  "delete or finish the pod (Completed and Failed pods count too)"})
+				fd.Children = append(fd.Children, e.claimUser(ctx, &p, depth)) // chains.go
 			}
 		}
 	}

@@ -100,8 +100,10 @@ func (o *ExplainOptions) Run(ctx context.Context) error {
 		return err
 	}
 	ex := diagnose.NewExplainer(o.cluster.Cluster, o.Now()).WithGCStallAfter(o.GCStallAfter)
+	// A target that does not exist comes with the error and a report of
+	// what the cluster remembers of it: print it, then fail as not found.
 	rep, err := ex.Explain(ctx, o.target)
-	if err != nil {
+	if rep == nil {
 		return err
 	}
 	if !o.Output.isOwn() {
@@ -114,6 +116,9 @@ func (o *ExplainOptions) Run(ctx context.Context) error {
 			return err
 		}
 		diagnose.RenderReport(o.Out, rep, diagnose.Palette{On: color})
+	}
+	if err != nil {
+		return err
 	}
 	if rep.Blocked {
 		return errBlocked
