@@ -134,7 +134,13 @@ func refOf(gvr schema.GroupVersionResource, gvk schema.GroupVersionKind, obj met
 // checks for pods. depth counts the chain above it.
 func (e *Explainer) objectFindings(ctx context.Context, gvr schema.GroupVersionResource, gvk schema.GroupVersionKind, obj metav1.Object, depth int) []Finding {
 	if obj.GetDeletionTimestamp() == nil {
-		return []Finding{e.notTerminating(ctx, gvr, gvk, obj, depth)}
+		out := []Finding{e.notTerminating(ctx, gvr, gvk, obj, depth)}
+		if gvr.Group == "" && gvr.Resource == "pods" && depth == 0 {
+			if f, ok := e.evictionFinding(ctx, obj); ok { // evictions.go
+				out = append(out, f)
+			}
+		}
+		return out
 	}
 	e.mu.Lock()
 	seen := e.visited[obj.GetUID()]

@@ -7,12 +7,14 @@ package diagnose
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 )
 
 // evictionRefused asks the API server whether it would evict pod now, with
@@ -62,4 +64,68 @@ func (e *Explainer) evictionsRefused(ctx context.Context, pods []corev1.Pod, nam
 		}
 	}
 	return out
+}
+
+// CauseEvictionRefused: a pod on a node being drained that the API server
+// refuses to evict, because a PodDisruptionBudget allows no disruption
+// (D5, seen from the pod).
+const CauseEvictionRefused = "EvictionRefused"
+
+// evictionFinding explains a pod that is not being deleted although its
+// node is being drained (cordoned, deleted, or tainted for removal by
+// Karpenter or the cluster autoscaler): a drain evicts, and the API server
+// refuses evictions a budget does not allow. The refusal is the API
+// server's own answer to a dry-run eviction, and the budgets covering the
+// pod are named with their status.
+func (e *Explainer) evictionFinding(ctx context.Context, obj metav1.Object) (Finding, bool) {
+	pod, err := e.c.pod(ctx, obj.GetNamespace(), obj.GetName())
+	if err != nil || pod.DeletionTimestamp != nil || pod.Spec.NodeName == "" {
+		return Finding{}, false
+	}
+	node, err := e.c.node(ctx, pod.Spec.NodeName)
+	if err != nil {
+		return Finding{}, false
+	}
+	draining := ""
+	switch {
+	case node.DeletionTimestamp != nil:
+		draining = "is being deleted"
+	case node.Spec.Unschedulable:
+		draining = "is cordoned (spec.unschedulable)"
+	}
+	for _, t := range node.Spec.Taints {
+		if draining == "" && (t.Key == "karpenter.sh/disrupted" || t.Key == "ToBeDeletedByClusterAutoscaler") {
+			draining = "is tainted " + t.Key + " for removal"
+		}
+	}
+	if draining == "" {
+		return Finding{}, false
+	}
+	why, refused, ok := e.evictionRefused(ctx, pod)
+	if !ok || !refused {
+		return Finding{}, false
+	}
+	var budgets []string
+	if l, err := e.c.kube.PolicyV1().PodDisruptionBudgets(pod.Namespace).List(ctx, metav1.ListOptions{}); err == nil {
+		for _, b := range l.Items {
+			if b.Spec.Selector == nil {
+				continue
+			}
+			sel, err := metav1.LabelSelectorAsSelector(b.Spec.Selector)
+			if err != nil || sel.Empty() || !sel.Matches(labels.Set(pod.Labels)) {
+				continue
+			}
+			budgets = append(budgets, fmt.Sprintf("PodDisruptionBudget %s/%s allows %d disruptions (%d healthy, %d required)",
+				b.Namespace, b.Name, b.Status.DisruptionsAllowed, b.Status.CurrentHealthy, b.Status.DesiredHealthy))
+		}
+	}
+	ref := ObjectRef{APIVersion: "v1", Kind: "Pod", Resource: "pods", Namespace: pod.Namespace, Name: pod.Name, UID: string(pod.UID)}
+	msg := fmt.Sprintf("its node %s %s, and the API server refuses to evict the pod (dry-run): %s", node.Name, draining, why)
+	if len(budgets) > 0 {
+		msg += "; " + strings.Join(budgets, "; ")
+	}
+	return Finding{Cause: CauseEvictionRefused, Catalog: "D5", Severity: SeverityBlocker, Object: &ref, Message: msg,
+		FixOwner: "the owner of the workload behind the budget",
+		Remedy:   "make one disruption possible: scale the workload up or fix its unhealthy pods, or relax the budget's minAvailable/maxUnavailable; the drain retries the eviction by itself. Deleting the pod by hand bypasses the budget and takes the workload below what it promised",
+		Leaks:    "nothing: the budget is doing its job"}, true
 }

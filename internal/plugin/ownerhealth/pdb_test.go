@@ -14,6 +14,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
@@ -92,4 +93,34 @@ func TestExplainDrainRefusedByBudget(t *testing.T) {
 		"The disruption budget db needs 1 healthy pods and has 1 currently")
 	mustContain(t, "remedy", b.Remedy, "scale the workload up", "relax minAvailable/maxUnavailable")
 	recordText(t, "explain-drain-pdb.txt", "explain", "node/"+node)
+}
+
+// The same refusal seen from the pod: kubectl drain cordons the node and
+// evicts; a pod the budget protects is not going, and explain on the pod
+// says why, with the API server's answer and the budget.
+func TestExplainPodEvictionRefused(t *testing.T) {
+	needCluster(t)
+	ctx := t.Context()
+	ns := newNamespace(t, "drain")
+	node := "cordoned-" + ns
+	readyNode(t, node)
+	runningPod(t, ns, "db-0", node, map[string]string{"app": "db"})
+	budget(t, ns, "db", 1, 1)
+	target := []string{"pod/db-0", "-n", ns}
+	if rep := explain(t, target...); rep.Blocked {
+		t.Fatalf("a pod nobody drains is not blocked: %+v", rep.Findings)
+	}
+
+	// kubectl drain's first step (kubectl cordon).
+	if _, err := cs.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, []byte(`{"spec":{"unschedulable":true}}`), metav1.PatchOptions{FieldManager: "kubectl-cordon"}); err != nil {
+		t.Fatal(err)
+	}
+	assertEvictionRefused(t, ns, "db-0")
+	rep := explain(t, target...)
+	blocked(t, rep, target...)
+	f := root(t, rep, diagnose.CauseEvictionRefused, "db-0")
+	mustContain(t, "message", f.Message, "its node "+node+" is cordoned (spec.unschedulable), and the API server refuses to evict the pod (dry-run): Cannot evict pod as it would violate the pod's disruption budget.",
+		"PodDisruptionBudget "+ns+"/db allows 0 disruptions (1 healthy, 1 required)")
+	mustContain(t, "remedy", f.Remedy, "scale the workload up", "relax the budget's minAvailable/maxUnavailable")
+	recordText(t, "explain-eviction-refused.txt", "explain", "pod/db-0", "-n", ns)
 }
