@@ -127,7 +127,9 @@ func (x *Diagnoser) Pass(ctx context.Context) error {
 			for _, gvk := range k.Kinds {
 				list := &metav1.PartialObjectMetadataList{}
 				list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-				if err := x.Client.List(ctx, list, scope(s.Policy)...); err != nil {
+				// Read-only walk over the cache; candidates are copied.
+				opts := append(scope(s.Policy), client.UnsafeDisableDeepCopy)
+				if err := x.Client.List(ctx, list, opts...); err != nil {
 					return fmt.Errorf("listing %s: %w", gvk.Kind, err)
 				}
 				for i := range list.Items {
@@ -140,12 +142,13 @@ func (x *Diagnoser) Pass(ctx context.Context) error {
 					if !session || now.Sub(obj.DeletionTimestamp.Time) < x.After {
 						continue
 					}
-					obj.SetGroupVersionKind(gvk)
 					c := candidate{served: s, key: k.Key, gvk: gvk, obj: obj}
 					switch {
 					case x.dueIn(dk, now, x.Every):
+						c.obj = copyWithKind(obj, gvk)
 						due = append(due, c)
 					case x.dueIn(dk, now, x.Every/2):
+						c.obj = copyWithKind(obj, gvk)
 						early = append(early, c)
 					}
 				}
@@ -178,6 +181,14 @@ func (x *Diagnoser) Pass(ctx context.Context) error {
 	x.Waiting.Retain(func(key string, uid types.UID) bool { return seen[diagKey{key, uid}] })
 	x.observe()
 	return nil
+}
+
+// copyWithKind copies a cached object and sets its kind (the Event
+// recorder needs it).
+func copyWithKind(obj *metav1.PartialObjectMetadata, gvk schema.GroupVersionKind) *metav1.PartialObjectMetadata {
+	c := obj.DeepCopy()
+	c.SetGroupVersionKind(gvk)
+	return c
 }
 
 // dueIn is true when k was never diagnosed, or last diagnosed age ago or

@@ -6,6 +6,7 @@ SPDX-License-Identifier: Apache-2.0
 package teardownpolicy_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/teardown-dev/teardown/internal/controller/teardownpolicy"
@@ -125,6 +127,82 @@ func TestDiagnosisCost(t *testing.T) {
 				who.name, len(waits), n.Load(), total.Round(time.Millisecond), requests[0], took[0].Round(time.Millisecond),
 				requests[perNamespace], took[perNamespace].Round(time.Millisecond),
 				float64(further)/float64(k), (furtherTime / time.Duration(k)).Round(100*time.Microsecond))
+		})
+	}
+}
+
+// TestNamespaceDiagnosisCost measures what --diagnose-kinds=namespaces costs
+// per stuck namespace: the engine walks what the namespace still holds,
+// one list per namespaced kind, and explains each object held.
+func TestNamespaceDiagnosisCost(t *testing.T) {
+	const namespaces = 3
+	var waits []steps.Wait
+	for range namespaces {
+		ns := testenv.NewNamespace(t, admin)
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "held", Namespace: ns, Finalizers: []string{"example.com/never"}}}
+		if err := admin.Create(t.Context(), cm); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			cm.Finalizers = nil
+			_ = admin.Update(context.Background(), cm)
+		})
+		if err := admin.Delete(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+		waits = append(waits, steps.Wait{Step: "-", Action: "kinds", On: []steps.WaitRef{{GVK: corev1.SchemeGroupVersion.WithKind("Namespace"), Name: ns}}})
+	}
+	// Let the namespace controller delete the content and report what
+	// remains: the ConfigMaps are then held by their finalizer alone.
+	for _, w := range waits {
+		testenv.Eventually(t, 60*time.Second, "the namespace controller to delete the content of "+w.On[0].Name, func(ctx context.Context) (bool, error) {
+			cm := &corev1.ConfigMap{}
+			if err := admin.Get(ctx, client.ObjectKey{Namespace: w.On[0].Name, Name: "held"}, cm); err != nil {
+				return false, err
+			}
+			return cm.DeletionTimestamp != nil, nil
+		})
+	}
+	time.Sleep(2 * time.Second) // and its conditions
+	pol := &policy.Policy{Ref: policy.Ref{Kind: policy.KindCluster, Name: "cost"}}
+	for _, who := range []struct {
+		name string
+		cfg  *rest.Config
+	}{{"shipped RBAC", controllerCfg}, {"admin", adminCfg}} {
+		t.Run(who.name, func(t *testing.T) {
+			var n atomic.Int64
+			counted := rest.CopyConfig(who.cfg)
+			counted.QPS, counted.Burst = 1000, 1000
+			counted.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countingTransport{next: rt, n: &n} })
+			httpClient, err := rest.HTTPClientFor(who.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mapper, err := apiutil.NewDynamicRESTMapper(who.cfg, httpClient)
+			if err != nil {
+				t.Fatal(err)
+			}
+			requests := make([]int64, len(waits))
+			took := make([]time.Duration, len(waits))
+			last := int64(0)
+			got, err := teardownpolicy.DiagnoseWaits(t.Context(), counted, mapper, pol, "teardown.dev/cost", waits, func(i int, d time.Duration) {
+				requests[i], took[i] = n.Load()-last, d
+				last = n.Load()
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, g := range got {
+				t.Logf("%s: namespace %d: %d requests, %s: %q", who.name, i, requests[i], took[i].Round(time.Millisecond), g)
+				if !strings.Contains(g, "example.com/never") {
+					t.Errorf("namespace %d: diagnosis %q does not name the finalizer", i, g)
+				}
+				// One list per namespaced kind (about 35 here), and what the
+				// session shares once.
+				if i > 0 && requests[i] > 60 {
+					t.Errorf("namespace %d cost %d requests, want at most 60", i, requests[i])
+				}
+			}
 		})
 	}
 }
