@@ -104,3 +104,28 @@ func TestPodWaiting(t *testing.T) {
 		})
 	}
 }
+
+func TestParseDiagnoseKinds(t *testing.T) {
+	cases := map[string]struct {
+		in      string
+		want    []schema.GroupResource
+		wantErr bool
+	}{
+		"empty":       {in: ""},
+		"core":        {in: "namespaces", want: []schema.GroupResource{{Resource: "namespaces"}}},
+		"with groups": {in: "namespaces, deployments.apps,,persistentvolumeclaims", want: []schema.GroupResource{{Resource: "namespaces"}, {Group: "apps", Resource: "deployments"}, {Resource: "persistentvolumeclaims"}}},
+		"a kind path": {in: "apps/v1/deployments", wantErr: true},
+		"a space":     {in: "name spaces", wantErr: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := ParseDiagnoseKinds(tc.in)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("ParseDiagnoseKinds(%q) error = %v, want error %t", tc.in, err, tc.wantErr)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("ParseDiagnoseKinds(%q) (-want +got):\n%s", tc.in, diff)
+			}
+		})
+	}
+}
