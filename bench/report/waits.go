@@ -61,6 +61,8 @@ type WaitLatency struct {
 	// verb but WATCH, from every client) while every target waits, before
 	// any user goes: what waiting costs. Measured at LoadAtOnce only.
 	WaitingRequests float64 `json:"waitingRequestsPerSecond,omitempty"`
+	// WaitingBy splits WaitingRequests per "VERB resource".
+	WaitingBy map[string]float64 `json:"waitingRequestsPerSecondBy,omitempty"`
 	// ReleasedEarly counts targets gone at their cleanup's first check,
 	// although their user existed when they were deleted; they are left
 	// out of the percentiles.

@@ -28,7 +28,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
-	"github.com/teardown-dev/teardown/bench/apimetrics"
 	"github.com/teardown-dev/teardown/bench/report"
 	"github.com/teardown-dev/teardown/pkg/finalizer"
 )
@@ -264,7 +263,7 @@ func (b *bench) waitScenario(ctx context.Context, sc waitScenario) error {
 	if early > 0 {
 		b.logf("  %d of %d targets released at their first check, while their user existed", early, n)
 	}
-	waiting, err := b.waitingRequests(ctx)
+	waiting, waitingBy, err := b.waitingRequests(ctx)
 	if err != nil {
 		return err
 	}
@@ -291,7 +290,7 @@ func (b *bench) waitScenario(ctx context.Context, sc waitScenario) error {
 		}
 	}
 	atOnce := waitLatency(sc.name, report.LoadAtOnce, lat, last.Sub(earliest(sent)))
-	atOnce.WaitingRequests, atOnce.ReleasedEarly = waiting, early
+	atOnce.WaitingRequests, atOnce.WaitingBy, atOnce.ReleasedEarly = waiting, waitingBy, early
 	b.res.Waits = append(b.res.Waits, atOnce)
 	b.logf("  %d at once: p50 %.3fs, p99 %.3fs, all gone %.2fs after the first user's deletion; %.0f API requests/s while they waited", n,
 		report.Percentile(lat, 50), report.Percentile(lat, 99), last.Sub(earliest(sent)).Seconds(), waiting)
@@ -300,30 +299,47 @@ func (b *bench) waitScenario(ctx context.Context, sc waitScenario) error {
 }
 
 // waitingHold is how long the API server's requests are counted while
-// every target waits: a few polls' worth.
-const waitingHold = 6 * time.Second
+// every target waits: longer than the 30 s safety net, so that its round
+// (a list, and a progress record and an Event every run that rewrites it)
+// counts too.
+const waitingHold = 35 * time.Second
 
 // waitingRequests counts the API server's requests (every verb but WATCH)
-// per second over waitingHold, while the driver does nothing.
-func (b *bench) waitingRequests(ctx context.Context) (float64, error) {
+// per second over waitingHold, while the driver does nothing, in all and
+// per "VERB resource".
+func (b *bench) waitingRequests(ctx context.Context) (float64, map[string]float64, error) {
 	before, err := b.scrape(ctx)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	start := time.Now()
 	select {
 	case <-ctx.Done():
-		return 0, ctx.Err()
+		return 0, nil, ctx.Err()
 	case <-time.After(waitingHold):
 	}
 	after, err := b.scrape(ctx)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	n := after.Sub(before).Count(func(k apimetrics.Key) bool {
-		return k.Verb != "WATCH" && !strings.HasPrefix(k.Verb, "etcd:")
-	})
-	return round(n/time.Since(start).Seconds(), 1), nil
+	secs := time.Since(start).Seconds()
+	total := 0.0
+	by := map[string]float64{}
+	for k, v := range after.Sub(before) {
+		if k.Verb == "WATCH" || strings.HasPrefix(k.Verb, "etcd:") || v == 0 {
+			continue
+		}
+		total += v
+		name := k.Resource
+		if k.Subresource != "" {
+			name += "/" + k.Subresource
+		}
+		by[k.Verb+" "+name] += v
+	}
+	for name, v := range by {
+		by[name] = round(v/secs, 1)
+	}
+	return round(total/secs, 1), by, nil
 }
 
 func waitLatency(scenario, load string, lat []time.Duration, total time.Duration) report.WaitLatency {
