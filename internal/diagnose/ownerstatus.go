@@ -110,16 +110,13 @@ func (e *Explainer) newestStatement(ctx context.Context, s subject, o *Owner) (s
 	return best, found
 }
 
-// fullObject is the object with its status as explain read it. status,
-// which explains a whole cluster from metadata lists (and skips the
-// per-object removal dry-run for the same reason), does not read each
-// object again for it: it hears the owner through its Events only.
+// fullObject is the object with its status: as explain read it, or, for
+// status, which explains a whole cluster from metadata lists, read again
+// through the Cluster (in Bulk mode one list per kind and namespace, never
+// one GET per object).
 func (e *Explainer) fullObject(ctx context.Context, s subject) *unstructured.Unstructured {
 	if u, ok := s.Obj.(*unstructured.Unstructured); ok {
 		return u
-	}
-	if e.skipDryRun {
-		return nil
 	}
 	u, err := e.c.GetObject(ctx, s.GVR, s.Obj.GetNamespace(), s.Obj.GetName())
 	if err != nil {

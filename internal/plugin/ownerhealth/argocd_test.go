@@ -120,6 +120,9 @@ func TestExplainArgoCDDeletionError(t *testing.T) {
 		mustContain(t, "remedy", f.Remedy, "fix what the owner reports", "make the destination cluster reachable")
 		if name == "guestbook" {
 			recordText(t, "explain-argocd.txt", "explain", "application.argoproj.io/"+name, "-n", argocd)
+			// status, which reads the Applications as one list, says it too.
+			st := run("status", "-n", argocd)
+			mustContain(t, "status", st.out, "guestbook", "DeletionError")
 		}
 	}
 }
