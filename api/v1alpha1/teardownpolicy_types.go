@@ -716,7 +716,8 @@ type BlockedObject struct {
 // waits on does not go.
 type Diagnosis struct {
 	// cause identifies the root cause, as `kubectl teardown explain` names
-	// it (such as OwnerUnknown, PodPastGracePeriod, WebhookUnreachable);
+	// it (such as FinalizerOwnerGone, PodPastGracePeriod), or one the
+	// controller names itself (WebhookFailing, OutsideNamespace, docs/api.md);
 	// scripts and alerts match on it.
 	// +required
 	// +kubebuilder:validation:MaxLength=64
