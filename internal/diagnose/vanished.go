@@ -8,6 +8,7 @@ package diagnose
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -16,6 +17,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // "Why did it vanish" (issue 11, family 5): explain on an object that does
@@ -93,7 +96,7 @@ func (e *Explainer) eventsAbout(ctx context.Context, t Target, ns string) []Find
 			if i == maxChildren {
 				break
 			}
-			out = append(out, e.eventFinding(t, &evs[i]))
+			out = append(out, e.eventFinding(ctx, t, &evs[i]))
 		}
 	}
 	// The ReplicaSet, Job, StatefulSet... controllers record the deletion
@@ -114,7 +117,7 @@ func (e *Explainer) eventsAbout(ctx context.Context, t Target, ns string) []Find
 
 // eventFinding reads one Event about the target; the garbage collector's
 // OwnerRefInvalidNamespace says why it deleted the object.
-func (e *Explainer) eventFinding(t Target, ev *corev1.Event) Finding {
+func (e *Explainer) eventFinding(ctx context.Context, t Target, ev *corev1.Event) Finding {
 	ref := t.Ref()
 	ref.UID = string(ev.InvolvedObject.UID)
 	what := fmt.Sprintf("%s Event %s from %s, %s ago", ev.Type, ev.Reason, eventReporter(ev), Age(e.now.Sub(eventLastSeen(ev))))
@@ -128,7 +131,11 @@ func (e *Explainer) eventFinding(t Target, ev *corev1.Event) Finding {
 		// ownerReference names an owner its namespace does not hold is
 		// treated as having no owner, and deleted.
 		f.Cause, f.Catalog, f.Severity = CauseCrossNamespaceOwnerReference, "E4", SeverityWarning
-		f.Message = fmt.Sprintf("the garbage collector deleted it: its ownerReference named an owner that namespace %s does not hold (owners must be in the same namespace, or cluster-scoped), so it counted as having no owner. %s: %s", t.Namespace, what, ev.Message)
+		where := ""
+		if ns := e.ownerNamespaceOf(ctx, ev.Message); ns != "" {
+			where = fmt.Sprintf(" (that owner lives in namespace %s)", ns)
+		}
+		f.Message = fmt.Sprintf("the garbage collector deleted it: its ownerReference named an owner that namespace %s does not hold%s; owners must be in the same namespace, or cluster-scoped, so it counted as having no owner. %s: %s", t.Namespace, where, what, ev.Message)
 		f.FixOwner = "whoever set the ownerReference (a controller or a manifest)"
 		f.Remedy = "owner references cannot cross namespaces: recreate it without that ownerReference, and link it to its owner by a label or annotation with explicit cleanup"
 	case "Evicted", "TaintManagerEviction", "Preempted", "Preempting":
@@ -166,4 +173,32 @@ func mentionsName(msg, name string) bool {
 		}
 	}
 	return false
+}
+
+// invalidOwnerRef reads the owner the garbage collector's
+// OwnerRefInvalidNamespace message names: "ownerRef [v1/ConfigMap,
+// namespace: web, name: frontend, uid: 3a49…] does not exist in namespace
+// "web"" (pkg/controller/garbagecollector, objectReference.String).
+var invalidOwnerRef = regexp.MustCompile(`ownerRef \[([^,\]]+), namespace: [^,\]]*, name: [^,\]]*, uid: ([^,\]\s]+)\]`)
+
+// ownerNamespaceOf finds where the owner an OwnerRefInvalidNamespace
+// message names really lives, by its uid; "" when unknown.
+func (e *Explainer) ownerNamespaceOf(ctx context.Context, msg string) string {
+	m := invalidOwnerRef.FindStringSubmatch(msg)
+	if m == nil {
+		return ""
+	}
+	i := strings.LastIndex(m[1], "/")
+	if i <= 0 {
+		return ""
+	}
+	gv, err := schema.ParseGroupVersion(m[1][:i])
+	if err != nil {
+		return ""
+	}
+	mapping := e.c.mapKind(gv.WithKind(m[1][i+1:]))
+	if mapping == nil || !mapping.namespaced {
+		return ""
+	}
+	return e.c.findByUID(ctx, mapping, types.UID(m[2]))
 }

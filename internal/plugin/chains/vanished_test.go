@@ -50,7 +50,7 @@ func TestExplainVanished(t *testing.T) {
 	if f == nil || f.Catalog != "E4" {
 		t.Fatalf("no E4 finding from the garbage collector's Event:\n%s", dump(rep))
 	}
-	for _, want := range []string{"the garbage collector deleted it", "Warning Event OwnerRefInvalidNamespace from garbage-collector-controller", string(owner.UID)} {
+	for _, want := range []string{"the garbage collector deleted it", "(that owner lives in namespace " + elsewhere + ")", "Warning Event OwnerRefInvalidNamespace from garbage-collector-controller", string(owner.UID)} {
 		if !strings.Contains(f.Message, want) {
 			t.Errorf("message %q lacks %q", f.Message, want)
 		}
