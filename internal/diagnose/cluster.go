@@ -66,6 +66,11 @@ type Cluster struct {
 	workloads    []workload
 	nsCache      map[string]*corev1.Namespace
 	scopes       map[string][]MetaItem
+	scopeErrs    map[string][]error
+	// bulk reads lists instead of single objects (Bulk).
+	bulk bool
+	// lists are the cached lists of cache.go, by key.
+	lists map[string]any
 	// kube-controller-manager's liveness from its Lease, read once.
 	kcm ControllerLiveness
 	// bindingList is every ClusterRoleBinding and RoleBinding
@@ -255,6 +260,9 @@ func (c *Cluster) listOne(ctx context.Context, r APIResource, ns, selector strin
 
 // GetObject reads one object in full.
 func (c *Cluster) GetObject(ctx context.Context, gvr schema.GroupVersionResource, ns, name string) (*unstructured.Unstructured, error) {
+	if c.bulk {
+		return c.listedObject(ctx, gvr, ns, name)
+	}
 	var (
 		obj *unstructured.Unstructured
 		err error
@@ -274,20 +282,19 @@ func (c *Cluster) getNamespace(ctx context.Context, ns string) *corev1.Namespace
 	if ns == "" {
 		return nil
 	}
+	// Once per namespace, also when explainers ask at the same time.
+	c.doOnce("namespace/"+ns, func() {
+		got, err := c.kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		if err != nil {
+			got = nil
+		}
+		c.mu.Lock()
+		c.nsCache[ns] = got
+		c.mu.Unlock()
+	})
 	c.mu.Lock()
-	n, ok := c.nsCache[ns]
-	c.mu.Unlock()
-	if ok {
-		return n
-	}
-	got, err := c.kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
-	if err != nil {
-		got = nil
-	}
-	c.mu.Lock()
-	c.nsCache[ns] = got
-	c.mu.Unlock()
-	return got
+	defer c.mu.Unlock()
+	return c.nsCache[ns]
 }
 
 func (c *Cluster) namespaceTerminating(ctx context.Context, ns string) bool {
@@ -344,24 +351,43 @@ func (c *Cluster) Resources() ([]APIResource, error) {
 // refresh of a watch reads the cluster again.
 func (c *Cluster) Fresh() *Cluster {
 	return &Cluster{cfg: c.cfg, kube: c.kube, dyn: c.dyn, meta: c.meta, disc: c.disc, mapper: c.mapper, clock: c.clock,
-		nsCache: map[string]*corev1.Namespace{}}
+		bulk: c.bulk, nsCache: map[string]*corev1.Namespace{}}
 }
 
 // scope lists every object in ns ("" for the whole cluster) once per run;
 // chains ask for the same namespace again and again.
 func (c *Cluster) scope(ctx context.Context, ns string) []MetaItem {
+	items, _ := c.scopeWithErrors(ctx, ns)
+	return items
+}
+
+// scopeWithErrors is scope with the lists that failed (forbidden kinds).
+func (c *Cluster) scopeWithErrors(ctx context.Context, ns string) ([]MetaItem, []error) {
 	c.doOnce("scope/"+ns, func() {
-		items, _ := c.ListMeta(ctx, c.getResources(), ns, "", 8)
-		c.mu.Lock()
-		if c.scopes == nil {
-			c.scopes = map[string][]MetaItem{}
-		}
-		c.scopes[ns] = items
-		c.mu.Unlock()
+		items, errs := c.ListMeta(ctx, c.getResources(), ns, "", 8)
+		c.setScope(ns, items, errs)
 	})
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.scopes[ns]
+	return c.scopes[ns], c.scopeErrs[ns]
+}
+
+func (c *Cluster) setScope(ns string, items []MetaItem, errs []error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.scopes == nil {
+		c.scopes, c.scopeErrs = map[string][]MetaItem{}, map[string][]error{}
+	}
+	c.scopes[ns], c.scopeErrs[ns] = items, errs
+}
+
+// SeedScope hands the engine a metadata list the caller already made of
+// every listable kind in ns ("" for the whole cluster), with the lists
+// that failed, so that it does not list them again. It is ignored once
+// the engine has listed ns itself. Events may be left out: the engine never
+// counts them as content.
+func (c *Cluster) SeedScope(ns string, items []MetaItem, errs []error) {
+	c.doOnce("scope/"+ns, func() { c.setScope(ns, items, errs) })
 }
 
 // dependents returns the objects whose ownerReferences name uid, found with
@@ -394,11 +420,11 @@ func (c *Cluster) mapKind(gvk schema.GroupVersionKind) *metaMapping {
 }
 
 func (c *Cluster) findByUID(ctx context.Context, m *metaMapping, uid types.UID) string {
-	l, err := c.meta.Resource(m.gvr).List(ctx, metav1.ListOptions{})
+	items, err := c.metaOf(ctx, m.gvr)
 	if err != nil {
 		return ""
 	}
-	for _, it := range l.Items {
+	for _, it := range items {
 		if it.UID == uid {
 			return it.Namespace
 		}

@@ -55,7 +55,7 @@ func (e *Explainer) resourceClaim(ctx context.Context, fd *Finding, obj metav1.O
 				Message: fmt.Sprintf("%s %s reserves the claim", r.Resource, r.Name), FixOwner: "its owner", Remedy: "delete it, or have its controller release the claim"})
 			continue
 		}
-		pod, err := e.c.kube.CoreV1().Pods(claim.Namespace).Get(ctx, r.Name, metav1.GetOptions{})
+		pod, err := e.c.pod(ctx, claim.Namespace, r.Name)
 		if err != nil || pod.UID != r.UID || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 			stale++
 			continue

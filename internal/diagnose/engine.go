@@ -41,6 +41,8 @@ type Explainer struct {
 	// foregroundDeletion or orphan finalizer with nothing left to do, or a
 	// foreground owner's blocking dependents undeleted, before E2.
 	gcStallAfter time.Duration
+	// skipDryRun leaves out B3 (WithoutRemovalDryRun).
+	skipDryRun bool
 
 	mu      sync.Mutex
 	visited map[types.UID]bool
@@ -49,6 +51,14 @@ type Explainer struct {
 // NewExplainer explains with c's caches, judging ages against now.
 func NewExplainer(c *Cluster, now time.Time) *Explainer {
 	return &Explainer{c: c, now: now, visited: map[types.UID]bool{}, gcStallAfter: DefaultGCStallAfter}
+}
+
+// WithoutRemovalDryRun skips B3, the server-side dry-run of each
+// finalizer's removal: one request per finalizer, which status, explaining
+// a whole cluster, leaves to explain.
+func (e *Explainer) WithoutRemovalDryRun() *Explainer {
+	e.skipDryRun = true
+	return e
 }
 
 // WithGCStallAfter sets how long the garbage collector may leave a
@@ -79,8 +89,6 @@ func (t Target) IsNamespace() bool { return t.GVR.Group == "" && t.GVR.Resource 
 
 // Explain reads t and builds its report. For a target that does not exist
 // it returns the NotFound error together with a report of what the cluster
-// remembers of it (Events, its namespace). For a target that does not exist
-// it returns the NotFound error together with a report of what the cluster
 // remembers of it (Events, its namespace).
 func (e *Explainer) Explain(ctx context.Context, t Target) (*Report, error) {
 	obj, err := e.c.GetObject(ctx, t.GVR, t.Namespace, t.Name)
@@ -98,6 +106,22 @@ func (e *Explainer) Explain(ctx context.Context, t Target) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	return e.report(ctx, t, obj), nil
+}
+
+// ExplainObject builds the report for t from obj, as the caller read it
+// (status: its metadata from a list), without reading it again unless its
+// checks need the whole object (a Namespace's spec, a CRD's names).
+func (e *Explainer) ExplainObject(ctx context.Context, t Target, obj metav1.Object) (*Report, error) {
+	crd := t.GVR.Group == gvrCRD.Group && t.GVR.Resource == gvrCRD.Resource
+	if _, full := obj.(*unstructured.Unstructured); !full && (t.IsNamespace() || crd) {
+		return e.Explain(ctx, t)
+	}
+	return e.report(ctx, t, obj), nil
+}
+
+// report explains obj, t as read.
+func (e *Explainer) report(ctx context.Context, t Target, obj metav1.Object) *Report {
 	rep := &Report{APIVersion: ReportAPIVersion, Kind: "ExplainReport", Target: t.Ref()}
 	rep.Target.UID = string(obj.GetUID())
 	rep.Finalizers = append(rep.Finalizers, obj.GetFinalizers()...)
@@ -106,24 +130,28 @@ func (e *Explainer) Explain(ctx context.Context, t Target) (*Report, error) {
 		rep.DeletionTimestamp = dts
 		rep.TerminatingFor = Age(e.now.Sub(dts.Time))
 	}
-	if t.IsNamespace() {
-		specFins, _, _ := unstructured.NestedStringSlice(obj.Object, "spec", "finalizers")
+	if u, ok := obj.(*unstructured.Unstructured); ok && t.IsNamespace() {
+		specFins, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "finalizers")
 		for _, f := range specFins {
 			rep.Finalizers = append(rep.Finalizers, "spec:"+f)
 		}
-		rep.Findings = e.namespaceFindings(ctx, obj)
+		rep.Findings = e.namespaceFindings(ctx, u)
 	} else {
 		rep.Findings = e.objectFindings(ctx, t.GVR, t.GVK, obj, 0)
 		rep.Findings = append(rep.Findings, e.ownerRefFindings(ctx, t, obj)...)
 	}
+	builtInOwners(rep.Findings)
 	if deletionPending(rep) && e.usesControllerManager(rep.Findings) {
 		kcm := e.kcmLiveness(ctx)
 		e.controllerManagerStopped(rep.Findings, kcm)
 		rep.Controllers = append(rep.Controllers, kcm)
 	}
+	if deletionPending(rep) {
+		e.ownersStopped(rep.Findings)
+	}
 	rep.RootBlockers = MarkRoots(rep.Findings)
 	rep.Blocked = len(rep.RootBlockers) > 0
-	return rep, nil
+	return rep
 }
 
 func refOf(gvr schema.GroupVersionResource, gvk schema.GroupVersionKind, obj metav1.Object) ObjectRef {

@@ -23,12 +23,16 @@ import (
 // controllers' warnings about the object (the API server's own repair loops,
 // say) from being read as the owner's complaint.
 func (e *Explainer) warningEvents(ctx context.Context, obj metav1.Object, max int, components ...string) []string {
-	l, err := e.c.kube.CoreV1().Events(obj.GetNamespace()).List(ctx, metav1.ListOptions{
-		FieldSelector: "involvedObject.uid=" + string(obj.GetUID()) + ",type=" + corev1.EventTypeWarning})
+	all, err := e.c.warningEventsIn(ctx, obj.GetNamespace())
 	if err != nil {
 		return nil
 	}
-	evs := l.Items
+	var evs []corev1.Event
+	for _, ev := range all {
+		if ev.InvolvedObject.UID == obj.GetUID() {
+			evs = append(evs, ev)
+		}
+	}
 	last := func(ev *corev1.Event) time.Time {
 		switch {
 		case !ev.LastTimestamp.IsZero():

@@ -197,7 +197,7 @@ func (e *Explainer) kubernetesFinalizer(ctx context.Context, ns *corev1.Namespac
 
 // contentFindings lists what remains in the namespace.
 func (e *Explainer) contentFindings(ctx context.Context, ns *corev1.Namespace, conds map[corev1.NamespaceConditionType]corev1.NamespaceCondition) []Finding {
-	items, errs := e.c.ListMeta(ctx, e.c.getResources(), ns.Name, "", 8)
+	items, errs := e.c.scopeWithErrors(ctx, ns.Name)
 	var out []Finding
 	podsRemain, othersLive := 0, 0
 	var with, without []MetaItem
@@ -282,7 +282,7 @@ func (e *Explainer) contentFindings(ctx context.Context, ns *corev1.Namespace, c
 // deletedNamespace looks for objects left in a namespace that no longer
 // exists (A12), or returns notFound.
 func (e *Explainer) deletedNamespace(ctx context.Context, t Target, notFound error) (*Report, error) {
-	items, _ := e.c.ListMeta(ctx, e.c.getResources(), t.Name, "", 8)
+	items := e.c.scope(ctx, t.Name)
 	var left []MetaItem
 	for _, it := range items {
 		if it.Res.GVR.Resource != "events" {

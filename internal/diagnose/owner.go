@@ -266,3 +266,42 @@ func (e *Explainer) builtInOwner(ctx context.Context, component string) *Owner {
 	state, ev := e.controllerManager(ctx)
 	return &Owner{Component: component, Source: SourceCatalog, State: state, Evidence: []string{ev}}
 }
+
+// ownersStopped makes sure that no finding waits, as if in progress, on an
+// owner found stopped or missing: a finalizer or spec token that only a
+// controller that is not running would remove is a blocker, whichever the
+// controller (kube-controller-manager's are handled first, with their own
+// remedy, by controllerManagerStopped). A built-in finalizer whose check
+// named no owner gets the catalog's first, so that kube-controller-manager's
+// liveness is read for it too.
+func (e *Explainer) ownersStopped(fs []Finding) {
+	WalkFindings(fs, func(f *Finding) {
+		if f.Severity != SeverityWaiting || f.Finalizer == "" || f.Owner == nil {
+			return
+		}
+		if f.Owner.State != OwnerDown && f.Owner.State != OwnerMissing {
+			return
+		}
+		f.Severity = SeverityBlocker
+		f.Message += fmt.Sprintf("; but %s is %s (%s), and nothing else removes %q", orUnknown(f.Owner.Component), f.Owner.State, lastEvidence(f.Owner), f.Finalizer)
+		f.FixOwner = "whoever runs " + orUnknown(f.Owner.Component)
+		f.Remedy = fmt.Sprintf("bring %s back so it removes the finalizer; release only once its cleanup is done or accepted as leaked", orUnknown(f.Owner.Component))
+	})
+}
+
+// builtInOwners names the owner of every built-in finalizer a check left
+// without one, from the catalog.
+func builtInOwners(fs []Finding) {
+	WalkFindings(fs, func(f *Finding) {
+		if f.Owner != nil || f.Finalizer == "" || f.Location == "" || f.Object == nil {
+			return
+		}
+		kind := f.Object.Kind
+		if f.Location == "spec" {
+			kind = "Namespace"
+		}
+		if entry, ok := lookupCatalog(f.Finalizer, kind); ok && entry.BuiltIn {
+			f.Owner = &Owner{Component: entry.Component, Source: SourceCatalog, State: OwnerUnknown}
+		}
+	})
+}

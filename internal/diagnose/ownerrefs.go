@@ -48,12 +48,7 @@ func (e *Explainer) ownerRefFindings(ctx context.Context, t Target, obj metav1.O
 		if mapping.namespaced {
 			ns = obj.GetNamespace()
 		}
-		var got *metav1.PartialObjectMetadata
-		if ns != "" {
-			got, err = e.c.meta.Resource(mapping.gvr).Namespace(ns).Get(ctx, or.Name, metav1.GetOptions{})
-		} else {
-			got, err = e.c.meta.Resource(mapping.gvr).Get(ctx, or.Name, metav1.GetOptions{})
-		}
+		got, err := e.c.metaGet(ctx, mapping.gvr, ns, or.Name)
 		if err != nil && !apierrors.IsNotFound(err) {
 			continue
 		}

@@ -31,8 +31,12 @@ const dryRunReason = "kubectl teardown explain: dry-run of the removal"
 // will judge the release), less its resourceVersion test: that only pins the
 // version release showed evidence for, and would turn any status update
 // since explain read the object into "not checked". Nil when the check
-// could not be made (no permission to patch, object gone or changed).
+// could not be made (no permission to patch, object gone or changed) or
+// was not asked for (WithoutRemovalDryRun).
 func (e *Explainer) dryRunRemoval(ctx context.Context, gvr schema.GroupVersionResource, obj metav1.Object, index int, fin string) *RemovalCheck {
+	if e.skipDryRun {
+		return nil
+	}
 	patch, err := record.RemovalPatch(obj, record.Removal{Finalizer: fin, Index: index, Group: gvr.Group, KeepAttached: true, Released: record.ReleasedDryRun(fin, dryRunReason)})
 	if err != nil {
 		return nil

@@ -122,3 +122,52 @@ func ObjectBlocker(kind string, obj metav1.Object, now time.Time) string {
 	}
 	return fmt.Sprintf("%s: owner unknown (run explain)%s", f, more)
 }
+
+// Summary is status's one line for an explained object: its first root
+// blocker (with how many more there are); else what it waits on and
+// whether that is alive; "" when the report names neither (status then
+// keeps its guess from metadata).
+func Summary(rep *Report) string {
+	if len(rep.RootBlockers) > 0 {
+		s := findingLine(rep, &rep.RootBlockers[0])
+		if n := len(rep.RootBlockers) - 1; n > 0 {
+			s += fmt.Sprintf(" (+%d more)", n)
+		}
+		return s
+	}
+	var waiting *Finding
+	WalkFindings(rep.Findings, func(f *Finding) {
+		if waiting == nil && f.Severity == SeverityWaiting && f.Owner != nil && f.Owner.Component != "" {
+			waiting = f
+		}
+	})
+	if waiting == nil {
+		return ""
+	}
+	s := fmt.Sprintf("waiting for %s (%s: %s)", waiting.Owner.Component, waiting.Owner.State, Shorten(lastEvidence(waiting.Owner), 100))
+	if waiting.Finalizer != "" {
+		s = waiting.Finalizer + ": " + s
+	}
+	return s
+}
+
+// findingLine is "<finalizer>: <cause> [<catalog>] <object>: <message>",
+// the object only when it is not the report's target, the message
+// shortened; for an owner found stopped or missing, the evidence follows.
+func findingLine(rep *Report, f *Finding) string {
+	s := f.Cause
+	if f.Catalog != "" {
+		s += " [" + f.Catalog + "]"
+	}
+	if f.Finalizer != "" {
+		s = f.Finalizer + ": " + s
+	}
+	if f.Object != nil && !(f.Object.Kind == rep.Target.Kind && f.Object.Namespace == rep.Target.Namespace && f.Object.Name == rep.Target.Name) {
+		s += " " + f.Object.String()
+	}
+	s += ": " + Shorten(f.Message, 140)
+	if f.Owner != nil && (f.Owner.State == OwnerDown || f.Owner.State == OwnerMissing) {
+		s += "; " + Shorten(lastEvidence(f.Owner), 100)
+	}
+	return s
+}

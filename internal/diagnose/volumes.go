@@ -69,13 +69,13 @@ var volumesEntries = []Entry{
 // pvcProtection: C1.
 func (e *Explainer) pvcProtection(ctx context.Context, fd *Finding, obj metav1.Object, depth int) {
 	fd.Owner = &Owner{Component: "pvc-protection controller (kube-controller-manager)", Source: SourceCatalog, State: OwnerUnknown}
-	pods, err := e.c.kube.CoreV1().Pods(obj.GetNamespace()).List(ctx, metav1.ListOptions{})
+	pods, err := e.c.podsIn(ctx, obj.GetNamespace())
 	if err != nil {
 		fd.Cause, fd.Message = CausePVCInUse, "could not list pods: "+err.Error()
 		return
 	}
 	fd.Cause = CausePVCInUse
-	for _, p := range pods.Items {
+	for _, p := range pods {
 		if p.Spec.NodeName == "" {
 			continue
 		}
@@ -95,6 +95,7 @@ func (e *Explainer) pvcProtection(ctx context.Context, fd *Finding, obj metav1.O
 // pvProtection: C2.
 func (e *Explainer) pvProtection(ctx context.Context, fd *Finding, obj metav1.Object) {
 	fd.Cause = CausePVBound
+	fd.Owner = &Owner{Component: "pv-protection controller (kube-controller-manager)", Source: SourceCatalog, State: OwnerUnknown}
 	pv, err := e.c.kube.CoreV1().PersistentVolumes().Get(ctx, obj.GetName(), metav1.GetOptions{})
 	if err != nil {
 		fd.Message = "could not read the PersistentVolume: " + err.Error()
@@ -254,7 +255,7 @@ func (e *Explainer) volumeDetach(ctx context.Context, fd *Finding, gvr schema.Gr
 		if va.Status.DetachError != nil {
 			state += ", detach error: " + va.Status.DetachError.Message
 		}
-		node, err := e.c.kube.CoreV1().Nodes().Get(ctx, va.Spec.NodeName, metav1.GetOptions{})
+		node, err := e.c.node(ctx, va.Spec.NodeName)
 		ready := corev1.ConditionUnknown
 		if err == nil {
 			for _, c := range node.Status.Conditions {

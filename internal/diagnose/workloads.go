@@ -74,11 +74,11 @@ func (e *Explainer) findWorkload(ctx context.Context, candidates []string) (work
 	// Bare pods (an operator run as a pod, or pods of a deleted Deployment).
 	for _, c := range candidates {
 		for _, key := range []string{"app.kubernetes.io/name", "app"} {
-			l, err := e.c.kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: key + "=" + c})
-			if err != nil || len(l.Items) == 0 {
+			pods, err := e.c.podsLabelled(ctx, key+"="+c)
+			if err != nil || len(pods) == 0 {
 				continue
 			}
-			p := l.Items[0]
+			p := pods[0]
 			ready := int32(0)
 			if podReady(&p) && p.DeletionTimestamp == nil {
 				ready = 1
@@ -100,11 +100,11 @@ type leaseInfo struct {
 // findLease finds a coordination.k8s.io Lease named after a candidate, or
 // held by an identity that starts with one.
 func (e *Explainer) findLease(ctx context.Context, candidates []string) (leaseInfo, bool) {
-	l, err := e.c.kube.CoordinationV1().Leases("").List(ctx, metav1.ListOptions{})
+	leases, err := e.c.leases(ctx)
 	if err != nil {
 		return leaseInfo{}, false
 	}
-	for _, le := range l.Items {
+	for _, le := range leases {
 		holder := ""
 		if le.Spec.HolderIdentity != nil {
 			holder = *le.Spec.HolderIdentity

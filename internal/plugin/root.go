@@ -42,6 +42,7 @@ const (
 const (
 	flagOutput        = "output"
 	flagAllNamespaces = "all-namespaces"
+	flagExitBlocked   = "exit-blocked"
 	flagSelector      = "selector"
 	flagColor         = "color"
 	flagVersion       = "version"

@@ -18,7 +18,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
@@ -45,6 +47,9 @@ type StatusOptions struct {
 	// object has been Terminating for longer (pods: past their grace
 	// period).
 	StuckAfter time.Duration
+	// ExitBlocked makes status exit with ExitBlocked when explain's
+	// analysis finds a blocker for a listed object.
+	ExitBlocked bool
 
 	cluster *cluster
 	// namespace is the one namespace listed; "" with -A.
@@ -64,6 +69,12 @@ type StatusRow struct {
 	// Stuck is set with --stuck-after when the object has been Terminating
 	// for longer than that.
 	Stuck bool `json:"stuck,omitempty"`
+	// Blocked is true when explain's analysis finds a blocker; Cause is the
+	// first root blocker's cause, and RootBlockers are explain's (without
+	// the removal dry-runs, which only explain makes).
+	Blocked      bool               `json:"blocked,omitempty"`
+	Cause        string             `json:"cause,omitempty"`
+	RootBlockers []diagnose.Finding `json:"rootBlockers,omitempty"`
 }
 
 // StatusReport is status's -o json|yaml output.
@@ -77,6 +88,8 @@ type StatusReport struct {
 	// exceed it.
 	StuckAfter string `json:"stuckAfter,omitempty"`
 	Stuck      int    `json:"stuck,omitempty"`
+	// Blocked is how many items have a blocker.
+	Blocked int `json:"blocked,omitempty"`
 }
 
 // NewStatusCommand builds `status`.
@@ -107,16 +120,23 @@ jsonpath=... or go-template=... over the StatusReport schema (docs/cli.md).
 Warnings (kinds that could not be listed) and the --stuck-after summary go to
 stderr, so stdout stays parseable.
 
+Each object's BLOCKER is what explain finds, without its removal dry-runs: the
+first root blocker (and how many more), or what the object waits on and whether
+that is alive; the kinds, pods, events and Leases it needs are listed once for
+the whole listing, not once per object.
+
 With --stuck-after it exits with code 3 when something has been Terminating for
 longer than that (pods: counted from the end of their grace period), for scripts
-and monitoring.`,
+and monitoring; with --exit-blocked, when something has a blocker, however long
+it has been Terminating.`,
 		Example: `  kubectl teardown status
   kubectl teardown status -A
   kubectl teardown status -n shop --watch
   kubectl teardown status -A -l app.kubernetes.io/part-of=shop -o wide
   kubectl teardown status -A -o name
   kubectl teardown status -A -o jsonpath='{range .items[*]}{.object.kind}/{.object.name}{"\t"}{.blocker}{"\n"}{end}'
-  kubectl teardown status -A --stuck-after 15m || alert "deletions are stuck"`,
+  kubectl teardown status -A --stuck-after 15m || alert "deletions are stuck"
+  kubectl teardown status -A --exit-blocked || alert "a deletion is blocked"`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Complete(cmd, args); err != nil {
@@ -135,6 +155,7 @@ and monitoring.`,
 	cmd.Flags().DurationVar(&o.Interval, "interval", 2*time.Second, "refresh interval with --watch")
 	cmd.Flags().IntVar(&o.Workers, "workers", 16, "lists in flight")
 	cmd.Flags().DurationVar(&o.StuckAfter, "stuck-after", 0, "exit with code 3 if an object has been Terminating for longer than this (e.g. 5m; 0: never)")
+	cmd.Flags().BoolVar(&o.ExitBlocked, flagExitBlocked, false, "exit with code 3 if explain's analysis finds a blocker for a listed object, however long it has been Terminating")
 	return cmd
 }
 
@@ -164,6 +185,9 @@ func (o *StatusOptions) Validate() error {
 	}
 	if o.Watch && o.StuckAfter > 0 {
 		return usageErrorf("--stuck-after sets the exit code of one listing; it cannot be combined with --watch")
+	}
+	if o.Watch && o.ExitBlocked {
+		return usageErrorf("--%s sets the exit code of one listing; it cannot be combined with --watch", flagExitBlocked)
 	}
 	sel, err := labels.Parse(o.Selector)
 	if err != nil {
@@ -199,7 +223,10 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 			return err
 		}
 		if !o.Watch {
-			return stuckExit(rep)
+			if err := stuckExit(rep); err != nil {
+				return err
+			}
+			return o.blockedExit(rep)
 		}
 		select {
 		case <-ctx.Done():
@@ -298,6 +325,8 @@ func (o *StatusOptions) collect(ctx context.Context) (*StatusReport, error) {
 	for _, err := range errs {
 		rep.Errors = append(rep.Errors, err.Error())
 	}
+	engine := o.engine(items, errs)
+	var jobs []diagnosis
 	// kube-controller-manager's Lease, read at most once, and only when
 	// something waits on one of its controllers.
 	var kcm *diagnose.ControllerLiveness
@@ -312,12 +341,14 @@ func (o *StatusOptions) collect(ctx context.Context) (*StatusReport, error) {
 		if it.Obj.DeletionTimestamp == nil {
 			continue
 		}
-		blocker := diagnose.ObjectBlocker(it.Res.Kind, &it.Obj, now)
+		blocker, keep := diagnose.ObjectBlocker(it.Res.Kind, &it.Obj, now), false
 		if fin, component := diagnose.ControllerManagerFinalizer(it.Res.Kind, it.Obj.Finalizers); fin != "" {
 			if l := controllerManager(); l.Stopped() {
-				blocker = fmt.Sprintf("%s: %s stopped: %s (run explain)", fin, component, l.Short())
+				blocker, keep = fmt.Sprintf("%s: %s stopped: %s (run explain)", fin, component, l.Short()), true
 			}
 		}
+		jobs = append(jobs, diagnosis{row: len(rep.Items), keep: keep, obj: &it.Obj,
+			target: diagnose.Target{GVR: it.Res.GVR, GVK: it.Res.GVR.GroupVersion().WithKind(it.Res.Kind), Namespaced: it.Res.Namespaced, Namespace: it.Obj.Namespace, Name: it.Obj.Name}})
 		rep.Items = append(rep.Items, StatusRow{Object: it.Ref(), DeletionTimestamp: *it.Obj.DeletionTimestamp,
 			TerminatingFor: diagnose.Age(now.Sub(it.Obj.DeletionTimestamp.Time)), Finalizers: it.Obj.Finalizers,
 			Blocker: blocker, Progress: record.ReadProgress(&it.Obj)})
@@ -331,19 +362,24 @@ func (o *StatusOptions) collect(ctx context.Context) (*StatusReport, error) {
 		for _, f := range ns.Spec.Finalizers {
 			fins = append(fins, "spec:"+string(f))
 		}
-		blocker := diagnose.NamespaceBlocker(ns, now)
+		blocker, keep := diagnose.NamespaceBlocker(ns, now), false
 		for _, f := range ns.Spec.Finalizers {
 			if f != corev1.FinalizerKubernetes {
 				continue
 			}
 			if l := controllerManager(); l.Stopped() {
-				blocker = "kubernetes: namespace controller stopped: " + l.Short() + " (run explain)"
+				blocker, keep = "kubernetes: namespace controller stopped: "+l.Short()+" (run explain)", true
 			}
+		}
+		if u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ns); err == nil {
+			jobs = append(jobs, diagnosis{row: len(rep.Items), keep: keep, obj: &unstructured.Unstructured{Object: u},
+				target: diagnose.Target{GVR: corev1.SchemeGroupVersion.WithResource("namespaces"), GVK: corev1.SchemeGroupVersion.WithKind("Namespace"), Name: ns.Name}})
 		}
 		rep.Items = append(rep.Items, StatusRow{Object: diagnose.ObjectRef{APIVersion: "v1", Kind: "Namespace", Resource: "namespaces", Name: ns.Name, UID: string(ns.UID)},
 			DeletionTimestamp: *ns.DeletionTimestamp, TerminatingFor: diagnose.Age(now.Sub(ns.DeletionTimestamp.Time)), Finalizers: fins,
 			Blocker: blocker})
 	}
+	o.diagnose(ctx, engine, now, rep, jobs)
 	sort.Slice(rep.Items, func(i, j int) bool {
 		a, b := rep.Items[i], rep.Items[j]
 		if !a.DeletionTimestamp.Equal(&b.DeletionTimestamp) {
@@ -386,6 +422,9 @@ func (o *StatusOptions) print(rep *StatusReport, p diagnose.Palette) error {
 		return err
 	}
 	renderStatusNotes(o.ErrOut, rep, p)
+	if o.ExitBlocked && rep.Blocked > 0 {
+		fmt.Fprintf(o.ErrOut, "%s %d object(s) held by a blocker (kubectl teardown explain TYPE/NAME shows the chain)\n", p.Red("blocked:"), rep.Blocked)
+	}
 	return nil
 }
 

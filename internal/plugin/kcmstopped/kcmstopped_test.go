@@ -20,6 +20,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
@@ -218,6 +219,18 @@ func TestControllerManagerStopped(t *testing.T) {
 	}
 	foregroundOwner(t, "web", "frontend", true)
 	foregroundOwner(t, "web", "sidecar", false)
+	// A PersistentVolume held by pv-protection alone: only
+	// kube-controller-manager's pv-protection controller removes it.
+	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "kept", Finalizers: []string{"kubernetes.io/pv-protection"}},
+		Spec: corev1.PersistentVolumeSpec{Capacity: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes:            []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/tmp/kept"}}}}
+	if _, err := cs.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.CoreV1().PersistentVolumes().Delete(ctx, "kept", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
 
 	// Renewing: the old answers. The namespace (seconds old, no condition
 	// yet) and the owner with no blocking dependent are progressing; the
@@ -276,6 +289,18 @@ func TestControllerManagerStopped(t *testing.T) {
 	}
 	if c := find(rep.Findings, "NamespaceContentCleanup"); c.Owner.State != diagnose.OwnerDown {
 		t.Errorf("namespace controller state %q", c.Owner.State)
+	}
+
+	// The PersistentVolume: its pv-protection finalizer waits on a
+	// controller of kube-controller-manager, so it is blocked now, never
+	// "nothing is blocked" (explain named no owner for it before).
+	rep, code = explain(t, "persistentvolume/kept", "")
+	if f := find(rep.Findings, diagnose.CausePVBound); f == nil || f.Severity != diagnose.SeverityBlocker || !f.Root || code != plugin.ExitBlocked ||
+		f.Owner == nil || f.Owner.State != diagnose.OwnerDown || !notRenewing.MatchString(f.Message) {
+		t.Errorf("not renewing, PersistentVolume held by pv-protection (exit %d):\n%s", code, dump(rep))
+	}
+	if r := run("explain", "persistentvolume/kept"); r.code != plugin.ExitBlocked || strings.Contains(r.out, "nothing is blocked") {
+		t.Errorf("not renewing, PersistentVolume text (exit %d):\n%s", r.code, r.out)
 	}
 
 	// Both owners: E2, root, naming kube-controller-manager, at once (the
