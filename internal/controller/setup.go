@@ -126,6 +126,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	uses := inuse.New(mgr.GetConfig(), func(ctx context.Context, w inuse.Waiter) {
 		targets.Wake(ctx, target.RequestFor(w.GVK, w.Key))
 	})
+	uses.Log = mgr.GetLogger()
 	if err := mgr.Add(uses); err != nil {
 		return fmt.Errorf("adding the index of pods: %w", err)
 	}

@@ -57,6 +57,31 @@ func (x *Index) Check(w Waiter, gk schema.GroupKind, ns, name, scope string) (*U
 		return nil, ErrNotSynced
 	}
 	x.Forget(w)
+	use, err := x.users(gk, ns, name, scope, func(keys ...string) { x.hold(w, keys...) })
+	if err != nil || len(use.Pods) == 0 {
+		x.Forget(w)
+	}
+	return use, err
+}
+
+// stores are the records a lookup reads: the informers' stores (Index) or
+// those of pods and bindings listed once (Snapshot), with the same indexers.
+type stores struct {
+	pods, roleBindings, clusterRoleBindings cache.Indexer
+}
+
+func newStores() stores {
+	return stores{
+		pods:                cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, podIndexers),
+		roleBindings:        cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, bindingIndexers),
+		clusterRoleBindings: cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, bindingIndexers),
+	}
+}
+
+// users answers who uses the object ns/name of kind gk among the pods of
+// namespace scope (every pod when empty). It calls hold with each wait key
+// the answer depends on before it reads what that key covers.
+func (s *stores) users(gk schema.GroupKind, ns, name, scope string, hold func(keys ...string)) (*Use, error) {
 	// keys are the pod keys to look up; through, for a role, which
 	// bindings each came from.
 	var keys []string
@@ -69,11 +94,11 @@ func (x *Index) Check(w Waiter, gk schema.GroupKind, ns, name, scope string) (*U
 	case configMapKind:
 		keys = []string{configMapKey(ns, name)}
 	case roleBindingKind, clusterRoleBindingKind:
-		store, storeKey := x.roleBindings, ns+"/"+name
+		store, storeKey := s.roleBindings, ns+"/"+name
 		if gk == clusterRoleBindingKind {
-			store, storeKey = x.clusterRoleBindings, name
+			store, storeKey = s.clusterRoleBindings, name
 		}
-		x.hold(w, bindingKey(&Binding{Namespace: ns, Name: name}))
+		hold(bindingKey(&Binding{Namespace: ns, Name: name}))
 		obj, ok, err := store.GetByKey(storeKey)
 		if err != nil {
 			return nil, fmt.Errorf("reading %s %s: %w", gk.Kind, storeKey, err)
@@ -83,10 +108,10 @@ func (x *Index) Check(w Waiter, gk schema.GroupKind, ns, name, scope string) (*U
 		}
 	case roleKind, clusterRoleKind:
 		rk := roleKey(gk.Kind, ns, name)
-		x.hold(w, rk)
-		stores := []cache.Indexer{x.roleBindings}
+		hold(rk)
+		stores := []cache.Indexer{s.roleBindings}
 		if gk == clusterRoleKind {
-			stores = append(stores, x.clusterRoleBindings)
+			stores = append(stores, s.clusterRoleBindings)
 		}
 		for _, store := range stores {
 			objs, err := store.ByIndex(roleIndex, rk)
@@ -110,12 +135,8 @@ func (x *Index) Check(w Waiter, gk schema.GroupKind, ns, name, scope string) (*U
 		return nil, fmt.Errorf("pods do not use %s objects by reference", gk)
 	}
 	keys = inScope(keys, scope)
-	x.hold(w, keys...)
-	use, err := x.lookup(keys, scope, through)
-	if err != nil || len(use.Pods) == 0 {
-		x.Forget(w)
-	}
-	return use, err
+	hold(keys...)
+	return s.lookup(keys, scope, through)
 }
 
 // inScope narrows pod keys to the pods of namespace scope ("" keeps all).
@@ -140,16 +161,16 @@ func inScope(keys []string, scope string) []string {
 }
 
 // lookup returns the counted pods under keys, in namespace scope when set.
-func (x *Index) lookup(keys []string, scope string, through map[string][]string) (*Use, error) {
+func (s *stores) lookup(keys []string, scope string, through map[string][]string) (*Use, error) {
 	use := &Use{}
 	seen := map[*Pod]bool{}
 	for _, k := range keys {
 		var objs []any
 		if k == allPods {
-			objs = x.pods.List()
+			objs = s.pods.List()
 		} else {
 			var err error
-			if objs, err = x.pods.ByIndex(usesIndex, k); err != nil {
+			if objs, err = s.pods.ByIndex(usesIndex, k); err != nil {
 				return nil, fmt.Errorf("looking up the pods of %s: %w", k, err)
 			}
 		}

@@ -22,6 +22,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -31,7 +32,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // ErrNotSynced says the index has not yet seen every pod and binding: no
@@ -123,6 +123,12 @@ func transform(obj any) (any, error) {
 // and anyone listing Pods through the client would read the stripped copies.
 // Private informers keep the records small and out of everyone else's way.
 type Index struct {
+	// Log is where the index logs when the context it runs under carries
+	// no logger (a manager starts its runnables with none); the zero value
+	// discards. The package logs through logr alone, without
+	// controller-runtime, so that kubectl teardown can use its lookup.
+	Log logr.Logger
+
 	config *rest.Config
 	// wake queues a waiter's cleanup.
 	wake func(context.Context, Waiter)
@@ -132,9 +138,8 @@ type Index struct {
 	activated bool
 	started   bool
 	synced    atomic.Bool
-	// pods, roleBindings and clusterRoleBindings are the informers'
-	// stores; nil until started.
-	pods, roleBindings, clusterRoleBindings cache.Indexer
+	// stores are the informers' stores; nil until started.
+	stores
 
 	waitMu sync.Mutex
 	// waiting maps a wait key to the waiters on it; registered is the
@@ -163,6 +168,9 @@ func (x *Index) NeedLeaderElection() bool { return true }
 // Start runs the index until ctx ends; the informers start at the first
 // Activate (or now, when one came before).
 func (x *Index) Start(ctx context.Context) error {
+	if _, err := logr.FromContext(ctx); err != nil && x.Log.GetSink() != nil {
+		ctx = logr.NewContext(ctx, x.Log)
+	}
 	x.mu.Lock()
 	x.ctx = ctx
 	var err error
@@ -187,7 +195,7 @@ func (x *Index) Activate() {
 		return
 	}
 	if err := x.startLocked(); err != nil {
-		logf.FromContext(x.ctx).Error(err, "Could not start the index of pods and bindings; unused steps stay pending")
+		logr.FromContextOrDiscard(x.ctx).Error(err, "Could not start the index of pods and bindings; unused steps stay pending")
 	}
 }
 
@@ -231,7 +239,7 @@ func (x *Index) startLocked() error {
 			return err
 		}
 	}
-	x.pods, x.roleBindings, x.clusterRoleBindings = pods.GetIndexer(), rbs.GetIndexer(), crbs.GetIndexer()
+	x.stores = stores{pods: pods.GetIndexer(), roleBindings: rbs.GetIndexer(), clusterRoleBindings: crbs.GetIndexer()}
 	x.started = true
 	factory.Start(ctx.Done())
 	go func() {
@@ -241,7 +249,7 @@ func (x *Index) startLocked() error {
 			}
 		}
 		x.synced.Store(true)
-		logf.FromContext(ctx).Info("The index of pods and bindings has synced", "pods", len(x.pods.ListKeys()))
+		logr.FromContextOrDiscard(ctx).Info("The index of pods and bindings has synced", "pods", len(x.pods.ListKeys()))
 		x.wakeKeys(ctx, syncedKey)
 	}()
 	return nil
@@ -381,7 +389,7 @@ func (x *Index) wakeKeys(ctx context.Context, keys ...string) {
 	}
 	x.waitMu.Unlock()
 	if len(woken) > 0 {
-		logf.FromContext(ctx).V(1).Info("A use may have ended; waking the cleanups that wait on it", "keys", keys, "woken", len(woken))
+		logr.FromContextOrDiscard(ctx).V(1).Info("A use may have ended; waking the cleanups that wait on it", "keys", keys, "woken", len(woken))
 	}
 	for _, w := range woken {
 		x.wake(ctx, w)

@@ -239,6 +239,19 @@ func TestCheck(t *testing.T) {
 			nil, nil},
 		{"a binding that is gone", schema.GroupKind{Group: rbac, Kind: "RoleBinding"}, "other", "gone", "", nil, nil},
 	}
+	// kubectl teardown plan's Snapshot of the same records answers the same.
+	var pods []*Pod
+	for _, obj := range x.pods.List() {
+		pods = append(pods, obj.(*Pod))
+	}
+	var bindings []*Binding
+	for _, obj := range append(x.roleBindings.List(), x.clusterRoleBindings.List()...) {
+		bindings = append(bindings, obj.(*Binding))
+	}
+	snap, err := NewSnapshot(pods, bindings)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			use, err := x.Check(waiter(saGVK, tc.ns, tc.obj), tc.kind, tc.ns, tc.obj, tc.scope)
@@ -250,6 +263,13 @@ func TestCheck(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.through, use.Through); diff != "" {
 				t.Errorf("through (-want +got):\n%s", diff)
+			}
+			snapUse, err := snap.Users(tc.kind, tc.ns, tc.obj, tc.scope)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(use, snapUse); diff != "" {
+				t.Errorf("Snapshot.Users differs from Check (-check +snapshot):\n%s", diff)
 			}
 		})
 	}

@@ -8,8 +8,6 @@ package steps
 import (
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -105,7 +103,7 @@ func (r *Runner) unused(pol *policy.Policy, i int, t Target) outcome {
 		r.unusedMessages.forget(w)
 		return done()
 	}
-	msg := describeUse(gk.Kind, use)
+	msg := inuse.Describe(gk.Kind, use)
 	recheck := unusedRecheck
 	if r.unusedMessages.changed(w, msg, r.now()) {
 		recheck = unusedMessageRecheck
@@ -143,99 +141,4 @@ func (r *Runner) unusedPending(w inuse.Waiter, recheck time.Duration, msg string
 	out := pending(0, "%s", msg)
 	out.after = 0
 	return out
-}
-
-// describeUse says who holds an object, for a person: the pods grouped by
-// the controller that owns them, the largest groups first, at most a few
-// named, such as "2 pods of DaemonSet agents/node-agent still run as this
-// ServiceAccount (1 terminating)".
-func describeUse(kind string, use *inuse.Use) string {
-	type group struct {
-		name  string
-		pods  int
-		first string // the pod's name, for a pod without a controller
-	}
-	var groups []*group
-	byName := map[string]*group{}
-	terminating := 0
-	for _, p := range use.Pods {
-		if p.Deleting {
-			terminating++
-		}
-		name := "pod " + p.Namespace + "/" + p.Name
-		if p.OwnerKind != "" {
-			name = p.OwnerKind + " " + p.Namespace + "/" + p.OwnerName
-		}
-		g := byName[name]
-		if g == nil {
-			g = &group{name: name, first: "pod " + p.Namespace + "/" + p.Name}
-			byName[name] = g
-			groups = append(groups, g)
-		}
-		g.pods++
-	}
-	slices.SortStableFunc(groups, func(a, b *group) int { return b.pods - a.pods })
-	const shown = 3
-	var parts []string
-	for i, g := range groups {
-		if i == shown {
-			rest := 0
-			for _, g := range groups[shown:] {
-				rest += g.pods
-			}
-			parts = append(parts, fmt.Sprintf("%d more %s", rest, plural(rest, "pod", "pods")))
-			break
-		}
-		switch {
-		case g.name == g.first:
-			parts = append(parts, g.name)
-		case g.pods == 1:
-			parts = append(parts, g.first+" of "+g.name)
-		default:
-			parts = append(parts, fmt.Sprintf("%d pods of %s", g.pods, g.name))
-		}
-	}
-	who := joinAnd(parts)
-	many := len(use.Pods) > 1
-	var what string
-	switch kind {
-	case "ServiceAccount":
-		what = plural2(many, "runs", "run") + " as this ServiceAccount"
-	case "Secret", "ConfigMap":
-		what = plural2(many, "uses", "use") + " this " + kind
-	case "RoleBinding", "ClusterRoleBinding":
-		what = plural2(many, "runs", "run") + " as a subject of this " + kind
-	default: // Role, ClusterRole
-		what = plural2(many, "runs", "run") + " with this " + kind + "'s rights"
-		if len(use.Through) > 0 {
-			what += " (through " + summarize(use.Through) + ")"
-		}
-	}
-	msg := who + " still " + what
-	if terminating > 0 {
-		msg += fmt.Sprintf(" (%d terminating)", terminating)
-	}
-	return msg
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
-}
-
-func plural2(many bool, one, more string) string {
-	if many {
-		return more
-	}
-	return one
-}
-
-// joinAnd joins "a", "b and c".
-func joinAnd(parts []string) string {
-	if len(parts) <= 1 {
-		return strings.Join(parts, "")
-	}
-	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
 }

@@ -1,0 +1,48 @@
+/*
+Copyright 2026 The Teardown Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package inuse
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Snapshot answers who uses what from pods and bindings listed once, as
+// kubectl teardown plan does: the same records (PodOf, BindingOf) and the
+// same lookup as the controller's Index, so that the two cannot disagree on
+// what counts as a use. It watches nothing and wakes nobody.
+type Snapshot struct {
+	stores
+}
+
+// NewSnapshot indexes pods and bindings (RoleBindings and
+// ClusterRoleBindings alike: a Binding with no namespace is a
+// ClusterRoleBinding).
+func NewSnapshot(pods []*Pod, bindings []*Binding) (*Snapshot, error) {
+	s := &Snapshot{stores: newStores()}
+	for _, p := range pods {
+		if err := s.pods.Add(p); err != nil {
+			return nil, fmt.Errorf("indexing pod %s/%s: %w", p.Namespace, p.Name, err)
+		}
+	}
+	for _, b := range bindings {
+		store := s.roleBindings
+		if b.Namespace == "" {
+			store = s.clusterRoleBindings
+		}
+		if err := store.Add(b); err != nil {
+			return nil, fmt.Errorf("indexing %s %s: %w", b.Kind(), objectName(b.Namespace, b.Name), err)
+		}
+	}
+	return s, nil
+}
+
+// Users answers who uses the object ns/name of kind gk among the pods of
+// namespace scope (every pod when scope is empty), as Index.Check does.
+func (s *Snapshot) Users(gk schema.GroupKind, ns, name, scope string) (*Use, error) {
+	return s.users(gk, ns, name, scope, func(...string) {})
+}
