@@ -213,7 +213,7 @@ func (e *Explainer) ownerEvent(ctx context.Context, obj metav1.Object, o *Owner)
 		if from == "" {
 			from = ev.ReportingController
 		}
-		if !anyone && !nameMatches(from, names) {
+		if !nameMatches(from, names) && (!anyone || controlPlaneComponents[from]) {
 			continue
 		}
 		at := eventTime(ev)
@@ -231,6 +231,18 @@ func (e *Explainer) ownerEvent(ctx context.Context, obj metav1.Object, o *Owner)
 		}
 	}
 	return best, found
+}
+
+// controlPlaneComponents write Warning Events about objects they do not
+// hold by a finalizer (the garbage collector's OwnerRefInvalidNamespace, a
+// scheduler's FailedScheduling): never the owner's words.
+var controlPlaneComponents = map[string]bool{
+	"kubelet": true, "default-scheduler": true, "kube-apiserver": true, "kube-controller-manager": true,
+	"garbage-collector-controller": true, "namespace-controller": true, "node-controller": true,
+	"taint-eviction-controller": true, "deployment-controller": true, "replicaset-controller": true,
+	"statefulset-controller": true, "daemonset-controller": true, "job-controller": true, "cronjob-controller": true,
+	"endpoint-controller": true, "endpointslice-controller": true, "persistentvolume-controller": true,
+	"attachdetach-controller": true, "disruption-controller": true, "horizontal-pod-autoscaler": true,
 }
 
 // ownerNames are the names an owner's Events may come from.

@@ -120,3 +120,20 @@ func FuzzWorkloadWhy(f *testing.F) {
 		}
 	})
 }
+
+func TestNameMatches(t *testing.T) {
+	for _, tc := range []struct {
+		from  string
+		names []string
+		want  bool
+	}{
+		{"argocd-application-controller", []string{"Argo CD application controller", "argocd-application-controller"}, true},
+		{"cert-manager-orders", []string{"cert-manager"}, true},
+		{"kubelet", []string{"cert-manager"}, false},
+		{"", []string{"x"}, false},
+	} {
+		if got := nameMatches(tc.from, tc.names); got != tc.want {
+			t.Errorf("nameMatches(%q, %v) = %v, want %v", tc.from, tc.names, got, tc.want)
+		}
+	}
+}
