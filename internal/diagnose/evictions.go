@@ -102,10 +102,11 @@ func (e *Explainer) evictionFinding(ctx context.Context, obj metav1.Object) (Fin
 		return Finding{}, false
 	}
 	why, refused, ok := e.evictionRefused(ctx, pod)
-	if !ok || !refused {
+	if ok && !refused {
 		return Finding{}, false
 	}
 	var budgets []string
+	blocking := false
 	if l, err := e.c.kube.PolicyV1().PodDisruptionBudgets(pod.Namespace).List(ctx, metav1.ListOptions{}); err == nil {
 		for _, b := range l.Items {
 			if b.Spec.Selector == nil {
@@ -117,10 +118,18 @@ func (e *Explainer) evictionFinding(ctx context.Context, obj metav1.Object) (Fin
 			}
 			budgets = append(budgets, fmt.Sprintf("PodDisruptionBudget %s/%s allows %d disruptions (%d healthy, %d required)",
 				b.Namespace, b.Name, b.Status.DisruptionsAllowed, b.Status.CurrentHealthy, b.Status.DesiredHealthy))
+			blocking = blocking || b.Status.DisruptionsAllowed == 0
 		}
 	}
 	ref := ObjectRef{APIVersion: "v1", Kind: "Pod", Resource: "pods", Namespace: pod.Namespace, Name: pod.Name, UID: string(pod.UID)}
 	msg := fmt.Sprintf("its node %s %s, and the API server refuses to evict the pod (dry-run): %s", node.Name, draining, why)
+	if !ok {
+		// No right to ask (a read-only user): the budgets' status alone.
+		if !blocking {
+			return Finding{}, false
+		}
+		msg = fmt.Sprintf("its node %s %s, and a budget allows no disruption, so a drain cannot evict the pod (the eviction could not be asked as a dry-run)", node.Name, draining)
+	}
 	if len(budgets) > 0 {
 		msg += "; " + strings.Join(budgets, "; ")
 	}

@@ -18,12 +18,17 @@ import (
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
 
 	"github.com/teardown-dev/teardown/internal/diagnose"
 	"github.com/teardown-dev/teardown/internal/plugin"
@@ -34,6 +39,7 @@ var record = flag.Bool("record", false, "write the text output of explain to ../
 
 var (
 	kubeconfig string
+	restConfig *rest.Config
 	cs         kubernetes.Interface
 	dyn        dynamic.Interface
 )
@@ -52,7 +58,7 @@ func TestMain(m *testing.M) {
 		CRDDirectoryPaths: []string{"testdata/crds"},
 		Controllers:       []string{"garbagecollector", "namespace", "deployment", "replicaset", "disruption"},
 	}, func(e *testenv.Env) {
-		kubeconfig = e.Kubeconfig
+		kubeconfig, restConfig = e.Kubeconfig, e.Config
 		cs = kubernetes.NewForConfigOrDie(e.Config)
 		dyn = dynamic.NewForConfigOrDie(e.Config)
 	})
@@ -71,10 +77,43 @@ type result struct {
 }
 
 // run runs kubectl-teardown against this control plane.
-func run(args ...string) result {
+func run(args ...string) result { return runAs(kubeconfig, args...) }
+
+// runAs runs kubectl-teardown with the credentials of a kubeconfig file.
+func runAs(kc string, args ...string) result {
 	var out, errOut bytes.Buffer
-	code := plugin.Execute(genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &errOut}, append([]string{"--kubeconfig", kubeconfig}, args...))
+	code := plugin.Execute(genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &errOut}, append([]string{"--kubeconfig", kc}, args...))
 	return result{out.String(), errOut.String(), code}
+}
+
+// readOnlyKubeconfig is a kubeconfig of a ServiceAccount that may get,
+// list and watch everything, and nothing else.
+func readOnlyKubeconfig(t *testing.T) string {
+	t.Helper()
+	ctx := t.Context()
+	name := "ownerhealth-readonly"
+	_, _ = cs.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	_, _ = cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}}}}, metav1.CreateOptions{})
+	_, _ = cs.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: name},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: "default"}}}, metav1.CreateOptions{})
+	tok, err := cs.CoreV1().ServiceAccounts("default").CreateToken(ctx, name, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("requesting a token: %v", err)
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: restConfig.Host, CertificateAuthorityData: restConfig.CAData}
+	kc.AuthInfos["ro"] = &clientcmdapi.AuthInfo{Token: tok.Status.Token}
+	kc.Contexts["ro"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "ro"}
+	kc.CurrentContext = "ro"
+	path := filepath.Join(t.TempDir(), "readonly.kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // the authorizer caches RBAC briefly
+	return path
 }
 
 // explain runs explain -o json and decodes the report; it also runs the

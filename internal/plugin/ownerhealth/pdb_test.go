@@ -7,6 +7,7 @@ package ownerhealth
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/teardown-dev/teardown/internal/diagnose"
+	"github.com/teardown-dev/teardown/internal/plugin"
 )
 
 // budget creates a PodDisruptionBudget keeping minAvailable pods labelled
@@ -123,4 +125,12 @@ func TestExplainPodEvictionRefused(t *testing.T) {
 		"PodDisruptionBudget "+ns+"/db allows 0 disruptions (1 healthy, 1 required)")
 	mustContain(t, "remedy", f.Remedy, "scale the workload up", "relax the budget's minAvailable/maxUnavailable")
 	recordText(t, "explain-eviction-refused.txt", "explain", "pod/db-0", "-n", ns)
+
+	// A user who may only read cannot ask for a dry-run eviction: the
+	// budget's status says it alone.
+	r := runAs(readOnlyKubeconfig(t), append([]string{"explain", "-o", "json"}, target...)...)
+	if r.code != plugin.ExitBlocked || !strings.Contains(r.out, diagnose.CauseEvictionRefused) ||
+		!strings.Contains(r.out, "a budget allows no disruption, so a drain cannot evict the pod (the eviction could not be asked as a dry-run)") {
+		t.Errorf("read-only user: exit %d\n%s%s", r.code, r.out, r.err)
+	}
 }
