@@ -119,11 +119,11 @@ func (e *Explainer) crossplanePackage(ctx context.Context, gvk schema.GroupVersi
 		}
 		switch r.Kind {
 		case "ProviderRevision":
-			if got, err := e.c.dyn.Resource(gvrProviderRevision).Get(ctx, r.Name, metav1.GetOptions{}); err == nil {
+			if got, err := e.c.clusterObject(ctx, gvrProviderRevision, r.Name); err == nil {
 				rev = got
 			}
 		case "Provider":
-			if got, err := e.c.dyn.Resource(gvrProvider).Get(ctx, r.Name, metav1.GetOptions{}); err == nil {
+			if got, err := e.c.clusterObject(ctx, gvrProvider, r.Name); err == nil {
 				provider = got
 			}
 		}
@@ -131,7 +131,7 @@ func (e *Explainer) crossplanePackage(ctx context.Context, gvk schema.GroupVersi
 	if rev != nil && provider == nil {
 		for _, r := range rev.GetOwnerReferences() {
 			if r.Kind == "Provider" && groupOf(r.APIVersion) == gvrProvider.Group {
-				if got, err := e.c.dyn.Resource(gvrProvider).Get(ctx, r.Name, metav1.GetOptions{}); err == nil {
+				if got, err := e.c.clusterObject(ctx, gvrProvider, r.Name); err == nil {
 					provider = got
 				}
 			}
@@ -192,4 +192,20 @@ func notTrue(u *unstructured.Unstructured, what string, types ...string) []strin
 		out = append(out, s)
 	}
 	return out
+}
+
+// clusterObject is a cluster-scoped object read once per run: every managed
+// resource of a provider asks for the same Provider and revision.
+func (c *Cluster) clusterObject(ctx context.Context, gvr schema.GroupVersionResource, name string) (*unstructured.Unstructured, error) {
+	got, err := cachedList(c, "object/"+gvr.String()+"/"+name, func() ([]unstructured.Unstructured, error) {
+		u, err := c.dyn.Resource(gvr).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		return []unstructured.Unstructured{*u}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &got[0], nil
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -28,12 +29,16 @@ func (e *Explainer) csiDriverOf(ctx context.Context, gvk schema.GroupVersionKind
 	ann := obj.GetAnnotations()
 	switch {
 	case gvk.Group == "storage.k8s.io" && gvk.Kind == "VolumeAttachment":
-		if va, err := e.c.kube.StorageV1().VolumeAttachments().Get(ctx, obj.GetName(), metav1.GetOptions{}); err == nil {
-			return va.Spec.Attacher
+		if u := e.objectWithSpec(ctx, gvrVolumeAttachment, obj); u != nil {
+			if d, _, _ := unstructured.NestedString(u.Object, "spec", "attacher"); d != "" {
+				return d
+			}
 		}
 	case gvk.Group == "" && gvk.Kind == "PersistentVolume":
-		if pv, err := e.c.kube.CoreV1().PersistentVolumes().Get(ctx, obj.GetName(), metav1.GetOptions{}); err == nil && pv.Spec.CSI != nil {
-			return pv.Spec.CSI.Driver
+		if u := e.objectWithSpec(ctx, gvrPersistentVolume, obj); u != nil {
+			if d, _, _ := unstructured.NestedString(u.Object, "spec", "csi", "driver"); d != "" {
+				return d
+			}
 		}
 		if d := ann["pv.kubernetes.io/provisioned-by"]; d != "" {
 			return d
@@ -53,6 +58,25 @@ func (e *Explainer) csiDriverOf(ctx context.Context, gvk schema.GroupVersionKind
 		}
 	}
 	return ""
+}
+
+var (
+	gvrVolumeAttachment = schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1", Resource: "volumeattachments"}
+	gvrPersistentVolume = schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumes"}
+)
+
+// objectWithSpec is obj in full: as explain read it, or read through the
+// Cluster (one list per kind in status's Bulk mode, not one GET per
+// object).
+func (e *Explainer) objectWithSpec(ctx context.Context, gvr schema.GroupVersionResource, obj metav1.Object) *unstructured.Unstructured {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		return u
+	}
+	u, err := e.c.GetObject(ctx, gvr, obj.GetNamespace(), obj.GetName())
+	if err != nil {
+		return nil
+	}
+	return u
 }
 
 // csiController finds the controller workload of a CSI driver: named by

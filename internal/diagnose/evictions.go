@@ -52,8 +52,12 @@ func (e *Explainer) evictionRefused(ctx context.Context, pod *corev1.Pod) (why s
 }
 
 // evictionsRefused is what the API server answers to the eviction of each
-// of pods, as "pod: words", for those it refuses.
+// of pods, as "pod: words", for those it refuses. Like the removal
+// dry-run (B3), status leaves it to explain.
 func (e *Explainer) evictionsRefused(ctx context.Context, pods []corev1.Pod, names []string) []string {
+	if e.skipDryRun {
+		return nil // status: one request per pod; explain asks
+	}
 	var out []string
 	for i := range pods {
 		if !containsString(names, pods[i].Name) {
