@@ -24,6 +24,9 @@ type Policy struct {
 	Ref       ObjectRef
 	Finalizer string
 	Steps     []string
+	// UnusedSteps names the steps that are unused steps (kubectl teardown
+	// plan says who would hold the object).
+	UnusedSteps []string
 }
 
 // Policies are the Teardown policies of the cluster, read once per run.
@@ -40,17 +43,20 @@ func (c *Cluster) Policies(ctx context.Context) []Policy {
 					fin, _, _ = unstructured.NestedString(p.Object, "status", "finalizer")
 				}
 				steps, _, _ := unstructured.NestedSlice(p.Object, "spec", "steps")
-				var names []string
+				var names, unused []string
 				for _, s := range steps {
 					if m, ok := s.(map[string]any); ok {
 						if n, ok := m["name"].(string); ok {
 							names = append(names, n)
+							if _, ok := m["unused"]; ok {
+								unused = append(unused, n)
+							}
 						}
 					}
 				}
 				c.policies = append(c.policies, Policy{
 					Ref:       ObjectRef{APIVersion: p.GetAPIVersion(), Kind: p.GetKind(), Resource: gvr.Resource, Namespace: p.GetNamespace(), Name: p.GetName()},
-					Finalizer: fin, Steps: names,
+					Finalizer: fin, Steps: names, UnusedSteps: unused,
 				})
 			}
 		}

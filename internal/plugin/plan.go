@@ -56,7 +56,10 @@ type PlanNode struct {
 	Finalizers []string `json:"finalizers,omitempty"`
 	// Steps lists the Teardown policy steps that will run, by finalizer.
 	Steps []string `json:"steps,omitempty"`
-	Note  string   `json:"note,omitempty"`
+	// Unused says, for each unused step among them, which pods would hold
+	// the object now.
+	Unused []PlanUnused `json:"unused,omitempty"`
+	Note   string       `json:"note,omitempty"`
 	// BlocksOwner is true when the owner (foreground) waits for this node.
 	BlocksOwner bool       `json:"blocksOwner,omitempty"`
 	Children    []PlanNode `json:"children,omitempty"`
@@ -155,7 +158,8 @@ func (o *PlanOptions) Run(ctx context.Context) error {
 	resources, _ := o.cluster.Resources()
 	items, _ := o.cluster.ListMeta(ctx, resources, scope, "", 8)
 	steps := map[string][]string{}
-	for _, p := range o.cluster.Policies(ctx) {
+	policies := o.cluster.Policies(ctx)
+	for _, p := range policies {
 		steps[p.Finalizer] = p.Steps
 	}
 	rootRef := o.target.Ref()
@@ -168,6 +172,7 @@ func (o *PlanOptions) Run(ctx context.Context) error {
 	} else {
 		rep = buildPlan(root, items, o.Cascade, steps)
 	}
+	addUnused(ctx, o.cluster.Kube(), rep, unusedPolicies(policies))
 	if !o.Output.isOwn() {
 		return o.Output.printReport(o.Out, rep.APIVersion, rep.Kind, rep)
 	}
@@ -356,6 +361,9 @@ func renderPlanNode(b *strings.Builder, n *PlanNode, first, rest string, p diagn
 	}
 	for _, s := range n.Steps {
 		fmt.Fprintf(b, "%s    %s %s\n", rest, p.Dim("teardown steps:"), s)
+	}
+	for _, u := range n.Unused {
+		fmt.Fprintf(b, "%s    %s %s\n", rest, p.Dim("unused step "+u.Step+":"), u.summary())
 	}
 	for i := range n.Children {
 		branch, cont := "├─ ", "│  "

@@ -1,0 +1,152 @@
+/*
+Copyright 2026 The Teardown Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package plugin
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/utils/ptr"
+)
+
+var gvrClusterPolicy = schema.GroupVersionResource{Group: "teardown.dev", Version: "v1alpha1", Resource: "clusterteardownpolicies"}
+
+// plan shows, for a ServiceAccount an unused step holds, the pods that would
+// hold it now, in the controller's words; a ServiceAccount that only a
+// finished pod ran as shows none.
+func TestPlanUnusedHolders(t *testing.T) {
+	needCluster(t)
+	ctx := t.Context()
+	ns := newNamespace(t)
+	const fin = "unused.teardown.test/pods-gone"
+	policy := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "teardown.dev/v1alpha1", "kind": "ClusterTeardownPolicy",
+		"metadata": map[string]any{"name": "plan-unused"},
+		"spec": map[string]any{
+			"finalizer": fin,
+			"targets":   []any{map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "selector": map[string]any{}}},
+			"steps":     []any{map[string]any{"name": "pods-gone", "unused": map[string]any{}}},
+		},
+	}}
+	dyn := dynamic.NewForConfigOrDie(cfg)
+	if _, err := dyn.Resource(gvrClusterPolicy).Create(ctx, policy, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = dyn.Resource(gvrClusterPolicy).Delete(context.Background(), "plan-unused", metav1.DeleteOptions{}) })
+
+	// The ServiceAccounts carry the policy's finalizer, as the controller
+	// would have added it.
+	for _, sa := range []string{"web", "builder"} {
+		if _, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa, Finalizers: []string{fin}}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_, _ = cs.CoreV1().ServiceAccounts(ns).Patch(context.Background(), sa, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+		})
+	}
+	// Two pods of a StatefulSet run as web, one of them terminating (a
+	// finalizer keeps it); no StatefulSet controller runs here, so the
+	// pods are made by hand with its controller reference.
+	sts, err := cs.AppsV1().StatefulSets(ns).Create(ctx, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: appsv1.StatefulSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.invalid/web"}}}}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mkPod := func(name, sa string, mutate func(*corev1.Pod)) *corev1.Pod {
+		t.Helper()
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec: corev1.PodSpec{ServiceAccountName: sa, AutomountServiceAccountToken: ptr.To(false), TerminationGracePeriodSeconds: ptr.To[int64](0),
+				Containers: []corev1.Container{{Name: "c", Image: "registry.invalid/none"}}}}
+		if mutate != nil {
+			mutate(p)
+		}
+		got, err := cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_, _ = cs.CoreV1().Pods(ns).Patch(context.Background(), name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+			_ = cs.CoreV1().Pods(ns).Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+		})
+		return got
+	}
+	ownedBySTS := func(p *corev1.Pod) {
+		p.Labels = map[string]string{"app": "web"}
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "web", UID: sts.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}
+	}
+	mkPod("web-0", "web", ownedBySTS)
+	mkPod("web-1", "web", func(p *corev1.Pod) { ownedBySTS(p); p.Finalizers = []string{"unused.teardown.test/keep"} })
+	if err := cs.CoreV1().Pods(ns).Delete(ctx, "web-1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// A finished pod that ran as builder holds nothing.
+	done := mkPod("build-1", "builder", func(p *corev1.Pod) { p.Spec.RestartPolicy = corev1.RestartPolicyNever })
+	done.Status.Phase = corev1.PodSucceeded
+	if _, err := cs.CoreV1().Pods(ns).UpdateStatus(ctx, done, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	r := cli(t, "", nil, "plan", "namespace/"+ns, "-o", "json")
+	if r.code != ExitOK {
+		t.Fatalf("plan: exit %d: %s", r.code, r.err)
+	}
+	rep := &PlanReport{}
+	if err := json.Unmarshal([]byte(r.out), rep); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]PlanUnused{}
+	for _, n := range rep.Root.Children {
+		if n.Object.Kind == "ServiceAccount" {
+			got[n.Object.Name] = n.Unused
+		}
+	}
+	want := map[string][]PlanUnused{
+		"web": {{Finalizer: fin, Step: "pods-gone",
+			Pods: []PlanPod{
+				{Namespace: ns, Name: "web-0", Owner: "StatefulSet web"},
+				{Namespace: ns, Name: "web-1", Owner: "StatefulSet web", Terminating: true},
+			},
+			Message: "2 pods of StatefulSet " + ns + "/web still run as this ServiceAccount (1 terminating)"}},
+		"builder": {{Finalizer: fin, Step: "pods-gone"}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("plan's unused holders (-want +got):\n%s", diff)
+	}
+
+	// The tree says the same, on the object's own plan too.
+	r = cli(t, "", nil, "plan", "serviceaccount/web", "-n", ns)
+	line := "unused step pods-gone: held while a pod uses it; now 2 pods of StatefulSet " + ns + "/web still run as this ServiceAccount (1 terminating)"
+	if r.code != ExitOK || !strings.Contains(r.out, line) {
+		t.Errorf("plan serviceaccount/web: exit %d, want the line %q in:\n%s%s", r.code, line, r.out, r.err)
+	}
+	r = cli(t, "", nil, "plan", "serviceaccount/builder", "-n", ns)
+	if line := "unused step pods-gone: held while a pod uses it; none does now"; r.code != ExitOK || !strings.Contains(r.out, line) {
+		t.Errorf("plan serviceaccount/builder: exit %d, want the line %q in:\n%s%s", r.code, line, r.out, r.err)
+	}
+
+	if *docs {
+		// docs/cli.md shows this output, with the namespace renamed.
+		r = cli(t, "", nil, "plan", "namespace/"+ns)
+		out := "$ kubectl teardown plan namespace/agents\n" + strings.ReplaceAll(r.out, ns, "agents")
+		if err := os.WriteFile(filepath.Join("testdata", "docs", "plan-unused.txt"), []byte(out), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
