@@ -41,8 +41,9 @@ func notReadyNode(t *testing.T, name string) {
 // is Bound to a claim; the claim is Terminating, held by pvc-protection
 // because a pod uses it; the pod is Terminating on a node whose kubelet is
 // gone. Every link is made by the real controllers (PV binder, pv- and
-// pvc-protection); explain on the volume must name the pod and its node as
-// the root cause, not the claim. Force-deleting the pod, the remedy
+// pvc-protection); explain on the volume must name the pod as the root
+// cause, not the claim: first the running pod, then, once it is deleted,
+// its node that never confirms it stopped. Force-deleting the pod, the remedy
 // explain gives, then lets the real controllers release the claim and the
 // volume.
 func TestExplainVolumeChainToPod(t *testing.T) {
@@ -91,16 +92,22 @@ func TestExplainVolumeChainToPod(t *testing.T) {
 		func(ctx context.Context) error {
 			return cs.CoreV1().PersistentVolumes().Delete(ctx, pvName, metav1.DeleteOptions{})
 		},
-		func(ctx context.Context) error {
-			return cs.CoreV1().Pods(ns).Delete(ctx, "db-0", metav1.DeleteOptions{})
-		},
 	} {
 		if err := del(t.Context()); err != nil {
 			t.Fatal(err)
 		}
 	}
+	// The pod runs: it is the root, not being deleted.
+	rep := explainUntil(t, 60*time.Second, diagnose.CausePVCInUse, "db-0", "pv/"+pvName)
+	if r := root(rep, diagnose.CausePVCInUse, "db-0"); len(rep.RootBlockers) != 1 || !strings.Contains(r.Message, "uses the claim and is not being deleted") ||
+		!strings.Contains(r.Remedy, "kubectl delete pod db-0 -n "+ns) {
+		t.Errorf("root blockers = %+v", rep.RootBlockers)
+	}
+	if err := cs.CoreV1().Pods(ns).Delete(t.Context(), "db-0", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
 
-	rep := explainUntil(t, 60*time.Second, diagnose.CausePodOnNotReadyNode, "db-0", "pv/"+pvName)
+	rep = explainUntil(t, 60*time.Second, diagnose.CausePodOnNotReadyNode, "db-0", "pv/"+pvName)
 	if len(rep.RootBlockers) != 1 {
 		t.Errorf("root blockers = %+v, want only the pod", rep.RootBlockers)
 	}
