@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/controller/cachetransform"
 	"github.com/teardown-dev/teardown/internal/controller/target"
 	"github.com/teardown-dev/teardown/internal/controller/teardownpolicy"
 	"github.com/teardown-dev/teardown/internal/inuse"
@@ -103,9 +104,9 @@ func NewScheme() (*runtime.Scheme, error) {
 
 // CacheOptions are the manager's cache options the controller is meant to
 // run with: managedFields are dropped from every cached object, and guarded
-// objects' metadata shares what it repeats (cacheTransform).
+// objects' metadata shares what it repeats (cachetransform).
 func CacheOptions() cache.Options {
-	return cache.Options{DefaultTransform: cacheTransform()}
+	return cache.Options{DefaultTransform: cachetransform.New()}
 }
 
 // Unused steps read every pod and binding, through the index of

@@ -3,7 +3,7 @@ Copyright 2026 The Teardown Authors.
 SPDX-License-Identifier: Apache-2.0
 */
 
-package controller
+package cachetransform
 
 import (
 	"fmt"
@@ -98,7 +98,7 @@ func TestCacheTransform(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, err := cacheTransform()(tc.in())
+			got, err := New()(tc.in())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -159,4 +159,33 @@ func TestCacheTransformShares(t *testing.T) {
 	if n := len(maps); n < 34 || n > 60 {
 		t.Errorf("%d label maps for 100 objects in 34 groups of labels, want about one per group", n)
 	}
+}
+
+// FuzzCacheTransform: whatever labels, annotations and finalizers objects
+// carry (anyone who can write an object chooses them), the transform gives
+// back equal ones, less kubectl's last-applied-configuration, also when
+// their hashes collide and the table starts afresh.
+func FuzzCacheTransform(f *testing.F) {
+	f.Add("app", "web", "team.example.com/owner", "payments", "shop.teardown.dev/dns", true)
+	f.Add("", "", lastApplied, "{}", "", false)
+	f.Fuzz(func(t *testing.T, k, v, annotation, value, fin string, applied bool) {
+		shared := newSharedMetadata(4)
+		for i := range 6 {
+			obj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
+				Name: fmt.Sprint(i), Namespace: k,
+				Labels:      map[string]string{k: v, "i": fmt.Sprint(i % 2)},
+				Annotations: map[string]string{annotation: value},
+				Finalizers:  []string{fin, fin + fmt.Sprint(i%3)},
+			}}
+			if applied {
+				obj.Annotations[lastApplied] = value
+			}
+			want := obj.DeepCopy()
+			delete(want.Annotations, lastApplied)
+			shared.compact(obj)
+			if diff := cmp.Diff(want, obj); diff != "" {
+				t.Fatalf("object %d after the transform (-want +got):\n%s", i, diff)
+			}
+		}
+	})
 }

@@ -3,7 +3,9 @@ Copyright 2026 The Teardown Authors.
 SPDX-License-Identifier: Apache-2.0
 */
 
-package controller
+// Package cachetransform is the teardown-controller's cache transform: what
+// the cache keeps of each object, and what objects share.
+package cachetransform
 
 import (
 	"hash/maphash"
@@ -17,11 +19,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 )
 
-// cacheTransform is the transform of every object the manager's cache
-// holds: managedFields are dropped (the controller never reads them, and on
-// metadata-only objects they are often most of the bytes), and the metadata
-// of guarded objects is compacted by compactMetadata.
-func cacheTransform() toolscache.TransformFunc {
+// New returns the transform of every object the manager's cache holds:
+// managedFields are dropped (the controller never reads them, and on
+// metadata-only objects they are often most of the bytes), and
+// metadata-only objects share what they repeat (sharedMetadata.compact).
+// Each call has a table of its own.
+func New() toolscache.TransformFunc {
 	strip := cache.TransformStripManagedFields()
 	shared := newSharedMetadata(maxSharedEntries)
 	return func(in any) (any, error) {
