@@ -50,7 +50,7 @@ func (e *Explainer) notTerminating(ctx context.Context, gvr schema.GroupVersionR
 		if m.namespaced {
 			ns = obj.GetNamespace()
 		}
-		owner, err := e.ownerMeta(ctx, m.gvr, ns, or.Name)
+		owner, err := e.c.metaGet(ctx, m.gvr, ns, or.Name)
 		if apierrors.IsNotFound(err) || (err == nil && owner.UID != or.UID) {
 			continue // E4 (ownerrefs.go) says what a dangling reference means.
 		}
@@ -116,14 +116,4 @@ func deletionPending(rep *Report) bool {
 		}
 	})
 	return pending
-}
-
-// ownerMeta reads an owner's metadata: one GET per owner reference of an
-// object that is not being deleted, which only explain's target and the
-// chains below it have (status lists Terminating objects only).
-func (e *Explainer) ownerMeta(ctx context.Context, gvr schema.GroupVersionResource, ns, name string) (*metav1.PartialObjectMetadata, error) {
-	if ns != "" {
-		return e.c.meta.Resource(gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
-	}
-	return e.c.meta.Resource(gvr).Get(ctx, name, metav1.GetOptions{})
 }
