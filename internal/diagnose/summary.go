@@ -167,7 +167,10 @@ func findingLine(rep *Report, f *Finding) string {
 	}
 	s += ": " + Shorten(f.Message, 140)
 	if f.Owner != nil && (f.Owner.State == OwnerDown || f.Owner.State == OwnerMissing) {
-		s += "; " + Shorten(lastEvidence(f.Owner), 100)
+		// The evidence, unless the message already gives it.
+		if ev := lastEvidence(f.Owner); !strings.Contains(f.Message, ev[:min(len(ev), 40)]) {
+			s += "; " + Shorten(ev, 100)
+		}
 	}
 	return s
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -70,6 +71,36 @@ func TestNamespaceBlocker(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			if got := NamespaceBlocker(c.ns, now); got != c.want {
 				t.Errorf("namespaceBlocker = %q, want %q", got, c.want)
+			}
+		})
+	}
+}
+
+func TestSummary(t *testing.T) {
+	target := ObjectRef{Kind: "ConfigMap", Namespace: "shop", Name: "bucket"}
+	gone := &Owner{Component: "bucket-operator", State: OwnerMissing, Evidence: []string{"catalog: bucket-operator", "no Deployment named bucket-operator was found"}}
+	cases := []struct {
+		name string
+		rep  *Report
+		want string
+	}{
+		{"root blocker with the evidence", &Report{Target: target, RootBlockers: []Finding{
+			{Cause: CauseOwnerGone, Catalog: "B1", Finalizer: "b.io/x", Object: &target, Owner: gone, Message: `bucket-operator owns "b.io/x" and does not look alive (missing)`},
+			{Cause: CauseOrphanFinalizer, Catalog: "B5"}}},
+			`b.io/x: FinalizerOwnerGone [B1]: bucket-operator owns "b.io/x" and does not look alive (missing); no Deployment named bucket-operator was found (+1 more)`},
+		{"evidence already in the message, on another object", &Report{Target: target, RootBlockers: []Finding{
+			{Cause: CauseOwnerGone, Catalog: "B1", Finalizer: "b.io/x", Object: &ObjectRef{Kind: "Pod", Namespace: "shop", Name: "p"}, Owner: gone,
+				Message: "it is gone: no Deployment named bucket-operator was found"}}},
+			"b.io/x: FinalizerOwnerGone [B1] Pod shop/p: it is gone: no Deployment named bucket-operator was found"},
+		{"waiting on an owner alive", &Report{Target: target, Findings: []Finding{{Cause: CauseCleanupInProgress, Severity: SeverityWaiting, Finalizer: "b.io/x",
+			Owner: &Owner{Component: "bucket-operator", State: OwnerAlive, Evidence: []string{"Deployment ops/bucket-operator has 1 of 1 replicas ready", "SubjectAccessReview: allowed"}}}}},
+			"b.io/x: waiting for bucket-operator (alive: Deployment ops/bucket-operator has 1 of 1 replicas ready)"},
+		{"nothing to say", &Report{Target: target, Findings: []Finding{{Cause: "NotTerminating", Severity: SeverityInfo}}}, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if diff := cmp.Diff(c.want, Summary(c.rep)); diff != "" {
+				t.Errorf("Summary (-want +got):\n%s", diff)
 			}
 		})
 	}

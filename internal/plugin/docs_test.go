@@ -152,6 +152,7 @@ func TestDocsScenario(t *testing.T) {
 	record("status.txt", "status", "-A")
 	record("status-stuck.txt", "status", "-n", "web", "--stuck-after", "2s")
 	record("status-namespace.txt", "status", "-n", "shop")
+	record("status-exit-blocked.txt", "status", "-n", "web", "--exit-blocked")
 	record("status-wide.txt", "status", "-n", "web", "-o", "wide", "--no-headers")
 	record("status-name.txt", "status", "-A", "-o", "name")
 	record("status-jsonpath.txt", "status", "-A", "-o", `jsonpath={range .items[*]}{.object.kind}/{.object.name}{"\t"}{.terminatingFor}{"\n"}{end}`)
