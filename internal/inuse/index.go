@@ -22,7 +22,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -32,6 +31,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 )
 
 // ErrNotSynced says the index has not yet seen every pod and binding: no
@@ -123,11 +123,12 @@ func transform(obj any) (any, error) {
 // and anyone listing Pods through the client would read the stripped copies.
 // Private informers keep the records small and out of everyone else's way.
 type Index struct {
-	// Log is where the index logs when the context it runs under carries
-	// no logger (a manager starts its runnables with none); the zero value
-	// discards. The package logs through logr alone, without
-	// controller-runtime, so that kubectl teardown can use its lookup.
-	Log logr.Logger
+	// Log, when set, is where the index logs (a manager starts its
+	// runnables with no logger in their context); otherwise the context's,
+	// else klog's. The package logs through klog's contextual logging, not
+	// controller-runtime's, so that kubectl teardown can use its lookup
+	// without linking controller-runtime.
+	Log klog.Logger
 
 	config *rest.Config
 	// wake queues a waiter's cleanup.
@@ -168,8 +169,8 @@ func (x *Index) NeedLeaderElection() bool { return true }
 // Start runs the index until ctx ends; the informers start at the first
 // Activate (or now, when one came before).
 func (x *Index) Start(ctx context.Context) error {
-	if _, err := logr.FromContext(ctx); err != nil && x.Log.GetSink() != nil {
-		ctx = logr.NewContext(ctx, x.Log)
+	if x.Log.GetSink() != nil {
+		ctx = klog.NewContext(ctx, x.Log)
 	}
 	x.mu.Lock()
 	x.ctx = ctx
@@ -195,7 +196,7 @@ func (x *Index) Activate() {
 		return
 	}
 	if err := x.startLocked(); err != nil {
-		logr.FromContextOrDiscard(x.ctx).Error(err, "Could not start the index of pods and bindings; unused steps stay pending")
+		klog.FromContext(x.ctx).Error(err, "Could not start the index of pods and bindings; unused steps stay pending")
 	}
 }
 
@@ -249,7 +250,7 @@ func (x *Index) startLocked() error {
 			}
 		}
 		x.synced.Store(true)
-		logr.FromContextOrDiscard(ctx).Info("The index of pods and bindings has synced", "pods", len(x.pods.ListKeys()))
+		klog.FromContext(ctx).Info("The index of pods and bindings has synced", "pods", len(x.pods.ListKeys()))
 		x.wakeKeys(ctx, syncedKey)
 	}()
 	return nil
@@ -389,7 +390,7 @@ func (x *Index) wakeKeys(ctx context.Context, keys ...string) {
 	}
 	x.waitMu.Unlock()
 	if len(woken) > 0 {
-		logr.FromContextOrDiscard(ctx).V(1).Info("A use may have ended; waking the cleanups that wait on it", "keys", keys, "woken", len(woken))
+		klog.FromContext(ctx).V(1).Info("A use may have ended; waking the cleanups that wait on it", "keys", keys, "woken", len(woken))
 	}
 	for _, w := range woken {
 		x.wake(ctx, w)

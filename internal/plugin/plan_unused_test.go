@@ -47,7 +47,9 @@ func TestPlanUnusedHolders(t *testing.T) {
 	if _, err := dyn.Resource(gvrClusterPolicy).Create(ctx, policy, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = dyn.Resource(gvrClusterPolicy).Delete(context.Background(), "plan-unused", metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = dyn.Resource(gvrClusterPolicy).Delete(context.Background(), "plan-unused", metav1.DeleteOptions{})
+	})
 
 	// The ServiceAccounts carry the policy's finalizer, as the controller
 	// would have added it.
