@@ -73,10 +73,6 @@ type Cluster struct {
 	lists map[string]any
 	// kube-controller-manager's liveness from its Lease, read once.
 	kcm ControllerLiveness
-	// bindingList is every ClusterRoleBinding and RoleBinding
-	// (operatorns.go), read once.
-	bindingList []namedBinding
-	bindingErr  error
 }
 
 // NewCluster builds the clients from cfg, which it copies (wrapping its

@@ -12,6 +12,7 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // An operator that ran in the namespace being deleted (A8, issue 11
@@ -98,32 +99,30 @@ type namedBinding struct {
 	Subjects []rbacv1.Subject
 }
 
-// bindings is every ClusterRoleBinding and RoleBinding, read once per run
-// (RBAC lists are small; a failed RoleBinding list leaves the
-// ClusterRoleBindings, which tell alone).
+// bindings is every ClusterRoleBinding and RoleBinding, read once per run;
+// a failed RoleBinding list leaves the ClusterRoleBindings, which tell
+// alone.
 func (c *Cluster) bindings(ctx context.Context) ([]namedBinding, error) {
-	c.doOnce("bindings", func() {
-		var out []namedBinding
-		crbs, err := c.kube.RbacV1().ClusterRoleBindings().List(ctx, metav1.ListOptions{})
+	return cachedList(c, "bindings", func() ([]namedBinding, error) {
+		crbs, err := listPaged[rbacv1.ClusterRoleBinding](ctx, metav1.ListOptions{}, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return c.kube.RbacV1().ClusterRoleBindings().List(ctx, o)
+		})
 		if err != nil {
-			c.mu.Lock()
-			c.bindingErr = err
-			c.mu.Unlock()
-			return
+			return nil, err
 		}
-		for _, b := range crbs.Items {
+		var out []namedBinding
+		for _, b := range crbs {
 			out = append(out, namedBinding{Ref: "ClusterRoleBinding " + b.Name, Name: b.Name, Subjects: b.Subjects})
 		}
-		if rbs, err := c.kube.RbacV1().RoleBindings("").List(ctx, metav1.ListOptions{}); err == nil {
-			for _, b := range rbs.Items {
-				out = append(out, namedBinding{Ref: fmt.Sprintf("RoleBinding %s/%s", b.Namespace, b.Name), Name: b.Name, Subjects: b.Subjects})
-			}
+		rbs, err := listPaged[rbacv1.RoleBinding](ctx, metav1.ListOptions{}, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return c.kube.RbacV1().RoleBindings("").List(ctx, o)
+		})
+		if err != nil {
+			return out, nil
 		}
-		c.mu.Lock()
-		c.bindingList = out
-		c.mu.Unlock()
+		for _, b := range rbs {
+			out = append(out, namedBinding{Ref: fmt.Sprintf("RoleBinding %s/%s", b.Namespace, b.Name), Name: b.Name, Subjects: b.Subjects})
+		}
+		return out, nil
 	})
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.bindingList, c.bindingErr
 }
