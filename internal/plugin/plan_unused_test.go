@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -28,7 +29,8 @@ var gvrClusterPolicy = schema.GroupVersionResource{Group: "teardown.dev", Versio
 
 // plan shows, for a ServiceAccount an unused step holds, the pods that would
 // hold it now, in the controller's words; a ServiceAccount that only a
-// finished pod ran as shows none.
+// finished pod ran as shows none; a Role a TeardownPolicy holds shows the
+// pods of its namespace its RoleBinding names.
 func TestPlanUnusedHolders(t *testing.T) {
 	needCluster(t)
 	ctx := t.Context()
@@ -105,6 +107,34 @@ func TestPlanUnusedHolders(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// A TeardownPolicy of the namespace holds a Role while the pods its
+	// RoleBinding names run: found through the bindings plan lists, among
+	// the pods of the policy's namespace only.
+	const roleFin = "unused.teardown.test/role-users"
+	nsPolicy := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "teardown.dev/v1alpha1", "kind": "TeardownPolicy",
+		"metadata": map[string]any{"name": "role-users", "namespace": ns},
+		"spec": map[string]any{
+			"finalizer": roleFin,
+			"targets":   []any{map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "selector": map[string]any{}}},
+			"steps":     []any{map[string]any{"name": "users-gone", "unused": map[string]any{}}},
+		},
+	}}
+	if _, err := dyn.Resource(gvrPolicy).Namespace(ns).Create(ctx, nsPolicy, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "web-reader", Finalizers: []string{roleFin}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = cs.RbacV1().Roles(ns).Patch(context.Background(), "web-reader", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+	})
+	if _, err := cs.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "web-reader"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "web-reader"},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "web"}, {Kind: "ServiceAccount", Namespace: "elsewhere", Name: "web"}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
 	r := cli(t, "", nil, "plan", "namespace/"+ns, "-o", "json")
 	if r.code != ExitOK {
 		t.Fatalf("plan: exit %d: %s", r.code, r.err)
@@ -115,18 +145,20 @@ func TestPlanUnusedHolders(t *testing.T) {
 	}
 	got := map[string][]PlanUnused{}
 	for _, n := range rep.Root.Children {
-		if n.Object.Kind == "ServiceAccount" {
-			got[n.Object.Name] = n.Unused
+		if n.Object.Kind == "ServiceAccount" || n.Object.Kind == "Role" {
+			got[n.Object.Kind+" "+n.Object.Name] = n.Unused
 		}
 	}
+	webPods := []PlanPod{
+		{Namespace: ns, Name: "web-0", Owner: "StatefulSet web"},
+		{Namespace: ns, Name: "web-1", Owner: "StatefulSet web", Terminating: true},
+	}
 	want := map[string][]PlanUnused{
-		"web": {{Finalizer: fin, Step: "pods-gone",
-			Pods: []PlanPod{
-				{Namespace: ns, Name: "web-0", Owner: "StatefulSet web"},
-				{Namespace: ns, Name: "web-1", Owner: "StatefulSet web", Terminating: true},
-			},
+		"ServiceAccount web": {{Finalizer: fin, Step: "pods-gone", Pods: webPods,
 			Message: "2 pods of StatefulSet " + ns + "/web still run as this ServiceAccount (1 terminating)"}},
-		"builder": {{Finalizer: fin, Step: "pods-gone"}},
+		"ServiceAccount builder": {{Finalizer: fin, Step: "pods-gone"}},
+		"Role web-reader": {{Finalizer: roleFin, Step: "users-gone", Scope: ns, Pods: webPods, Through: []string{"RoleBinding " + ns + "/web-reader"},
+			Message: "2 pods of StatefulSet " + ns + "/web still run with this Role's rights (through RoleBinding " + ns + "/web-reader) (1 terminating)"}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("plan's unused holders (-want +got):\n%s", diff)
