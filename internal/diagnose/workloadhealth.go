@@ -95,7 +95,8 @@ func (e *Explainer) podsWhy(ctx context.Context, w workload) string {
 
 // ownedByWorkload says whether p belongs to w: its controller is w (a
 // StatefulSet's or DaemonSet's pod), one of w's ReplicaSets (named
-// <deployment>-<hash>), or p is w.
+// <deployment>-<pod-template-hash>, as the deployment controller names
+// them), or p is w.
 func ownedByWorkload(p *corev1.Pod, w workload) bool {
 	if p.Namespace != w.Ref.Namespace {
 		return false
@@ -110,7 +111,7 @@ func ownedByWorkload(p *corev1.Pod, w workload) bool {
 		switch {
 		case r.Kind == w.Ref.Kind && r.Name == w.Ref.Name:
 			return true
-		case w.Ref.Kind == "Deployment" && r.Kind == "ReplicaSet" && strings.HasPrefix(r.Name, w.Ref.Name+"-") && p.Labels["pod-template-hash"] != "":
+		case w.Ref.Kind == "Deployment" && r.Kind == "ReplicaSet" && p.Labels["pod-template-hash"] != "" && r.Name == w.Ref.Name+"-"+p.Labels["pod-template-hash"]:
 			return true
 		}
 	}
