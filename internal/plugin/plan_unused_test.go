@@ -12,9 +12,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,6 +24,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 )
 
@@ -175,6 +179,21 @@ func TestPlanUnusedHolders(t *testing.T) {
 		t.Errorf("plan serviceaccount/builder: exit %d, want the line %q in:\n%s%s", r.code, line, r.out, r.err)
 	}
 
+	// Someone who may not list pods is told so, not that none uses it.
+	noPods := kubeconfigWithRules(t, "plan-no-pods", []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"serviceaccounts", "namespaces"}, Verbs: []string{"get", "list"}},
+		{APIGroups: []string{"teardown.dev"}, Resources: []string{"*"}, Verbs: []string{"get", "list"}},
+	})
+	r = cli(t, noPods, nil, "plan", "serviceaccount/web", "-n", ns, "-o", "json")
+	rep = &PlanReport{}
+	if err := json.Unmarshal([]byte(r.out), rep); r.code != ExitOK || err != nil {
+		t.Fatalf("plan without the right to list pods: exit %d, %v: %s%s", r.code, err, r.out, r.err)
+	}
+	if u := rep.Root.Unused; len(u) != 1 || len(u[0].Pods) != 0 || u[0].Message != "" ||
+		!strings.HasPrefix(u[0].Error, "cannot tell which pods use it: listing pods in namespace "+ns+": ") || !strings.Contains(u[0].Error, "forbidden") {
+		t.Errorf("plan without the right to list pods: unused = %+v; want the forbidden list as the error", u)
+	}
+
 	if *docs {
 		// docs/cli.md shows this output, with the namespace renamed.
 		r = cli(t, "", nil, "plan", "namespace/"+ns)
@@ -183,4 +202,44 @@ func TestPlanUnusedHolders(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// kubeconfigWithRules writes a kubeconfig for a new ServiceAccount of
+// namespace default that may do only what rules grant, cluster-wide.
+func kubeconfigWithRules(t *testing.T, name string, rules []rbacv1.PolicyRule) string {
+	t.Helper()
+	ctx := t.Context()
+	if _, err := cs.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: "default"}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cs.RbacV1().ClusterRoleBindings().Delete(context.Background(), name, metav1.DeleteOptions{})
+		_ = cs.RbacV1().ClusterRoles().Delete(context.Background(), name, metav1.DeleteOptions{})
+		_ = cs.CoreV1().ServiceAccounts("default").Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+	tok, err := cs.CoreV1().ServiceAccounts("default").CreateToken(ctx, name, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("requesting a token: %v", err)
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: tok.Status.Token}
+	kc.Contexts[name] = &clientcmdapi.Context{Cluster: "c", AuthInfo: name}
+	kc.CurrentContext = name
+	path := filepath.Join(t.TempDir(), name+".kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	// The authorizer caches RBAC briefly.
+	time.Sleep(time.Second)
+	return path
 }
