@@ -58,6 +58,9 @@ func (e *Explainer) ownerSays(ctx context.Context, fd *Finding, s subject) {
 		return
 	}
 	o.Evidence = append(o.Evidence, "the object's "+said.What+" says: "+said.Text+ago(e.now, said.At))
+	if said.Text != "" && strings.Contains(fd.Message, said.Text) {
+		return // the check quoted it already (C7's service-controller events)
+	}
 	words := fmt.Sprintf("the owner says: %s%s", said, ago(e.now, said.At))
 	switch fd.Cause {
 	case CauseCleanupInProgress, CauseOwnerUnknown, "":
