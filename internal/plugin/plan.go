@@ -96,7 +96,8 @@ func NewPlanCommand(flags *genericclioptions.ConfigFlags, streams genericiooptio
 		Short: "Show what deleting an object would do, deleting nothing",
 		Long: `Plan shows what a delete would do without deleting anything: the garbage
 collector's cascade tree under the chosen propagation policy, the finalizers that
-will hold objects, and the Teardown policy steps that will run. For a namespace,
+will hold objects, and the Teardown policy steps that will run. For an unused
+step, it names the pods that would hold the object now. For a namespace,
 everything in it is deleted (pods first).`,
 		Example: `  kubectl teardown plan deployment/web -n shop
   kubectl teardown plan configmap/root -n shop --cascade=foreground -o json`,
