@@ -82,6 +82,18 @@ func newStores() stores {
 // namespace scope (every pod when empty). It calls hold with each wait key
 // the answer depends on before it reads what that key covers.
 func (s *stores) users(gk schema.GroupKind, ns, name, scope string, hold func(keys ...string)) (*Use, error) {
+	keys, through, err := s.podKeysOf(gk, ns, name, scope, hold)
+	if err != nil {
+		return nil, err
+	}
+	hold(keys...)
+	return s.lookup(keys, scope, through)
+}
+
+// podKeysOf returns the pod keys whose pods use the object ns/name of kind
+// gk, within namespace scope, and, for a role, which bindings each key came
+// from. hold is told the keys of the bindings the answer rests on.
+func (s *stores) podKeysOf(gk schema.GroupKind, ns, name, scope string, hold func(keys ...string)) ([]string, map[string][]string, error) {
 	// keys are the pod keys to look up; through, for a role, which
 	// bindings each came from.
 	var keys []string
@@ -101,7 +113,7 @@ func (s *stores) users(gk schema.GroupKind, ns, name, scope string, hold func(ke
 		hold(bindingKey(&Binding{Namespace: ns, Name: name}))
 		obj, ok, err := store.GetByKey(storeKey)
 		if err != nil {
-			return nil, fmt.Errorf("reading %s %s: %w", gk.Kind, storeKey, err)
+			return nil, nil, fmt.Errorf("reading %s %s: %w", gk.Kind, storeKey, err)
 		}
 		if b, isBinding := obj.(*Binding); ok && isBinding {
 			keys = b.Subjects
@@ -116,7 +128,7 @@ func (s *stores) users(gk schema.GroupKind, ns, name, scope string, hold func(ke
 		for _, store := range stores {
 			objs, err := store.ByIndex(roleIndex, rk)
 			if err != nil {
-				return nil, fmt.Errorf("looking up the bindings of %s %s: %w", gk.Kind, name, err)
+				return nil, nil, fmt.Errorf("looking up the bindings of %s %s: %w", gk.Kind, name, err)
 			}
 			for _, obj := range objs {
 				b, ok := obj.(*Binding)
@@ -132,11 +144,9 @@ func (s *stores) users(gk schema.GroupKind, ns, name, scope string, hold func(ke
 			}
 		}
 	default:
-		return nil, fmt.Errorf("pods do not use %s objects by reference", gk)
+		return nil, nil, fmt.Errorf("pods do not use %s objects by reference", gk)
 	}
-	keys = inScope(keys, scope)
-	hold(keys...)
-	return s.lookup(keys, scope, through)
+	return inScope(keys, scope), through, nil
 }
 
 // inScope narrows pod keys to the pods of namespace scope ("" keeps all).

@@ -7,6 +7,8 @@ package inuse
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -45,4 +47,34 @@ func NewSnapshot(pods []*Pod, bindings []*Binding) (*Snapshot, error) {
 // namespace scope (every pod when scope is empty), as Index.Check does.
 func (s *Snapshot) Users(gk schema.GroupKind, ns, name, scope string) (*Use, error) {
 	return s.users(gk, ns, name, scope, func(...string) {})
+}
+
+// PodNamespaces says whose pods decide whether the object ns/name of kind gk
+// is used, within namespace scope: the namespaces to read pods from, or all
+// when a binding names every ServiceAccount. For a role or a binding it
+// reads the bindings the snapshot holds, so a caller lists bindings first,
+// then only the pods it needs.
+func (s *Snapshot) PodNamespaces(gk schema.GroupKind, ns, name, scope string) (namespaces []string, all bool, err error) {
+	keys, _, err := s.podKeysOf(gk, ns, name, scope, func(...string) {})
+	if err != nil {
+		return nil, false, err
+	}
+	for _, k := range keys {
+		var podNamespace string
+		switch {
+		case k == allPods:
+			return nil, true, nil
+		case strings.HasPrefix(k, podsInPrefix):
+			podNamespace = strings.TrimPrefix(k, podsInPrefix)
+		case strings.HasPrefix(k, serviceAccountPrefix):
+			podNamespace, _, _ = strings.Cut(strings.TrimPrefix(k, serviceAccountPrefix), "/")
+		default: // a Secret's or a ConfigMap's: its own namespace's pods
+			podNamespace = ns
+		}
+		if podNamespace != "" && !slices.Contains(namespaces, podNamespace) {
+			namespaces = append(namespaces, podNamespace)
+		}
+	}
+	slices.Sort(namespaces)
+	return namespaces, false, nil
 }

@@ -31,7 +31,6 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
-	"github.com/teardown-dev/teardown/internal/inuse"
 	"github.com/teardown-dev/teardown/internal/policy"
 	"github.com/teardown-dev/teardown/internal/waits"
 	"github.com/teardown-dev/teardown/pkg/finalizer"
@@ -61,7 +60,7 @@ type Runner struct {
 	// changes (internal/waits); nil means they poll.
 	Waits *waits.Registry
 	// Uses tells unused steps which pods use their target; nil fails them.
-	Uses           *inuse.Index
+	Uses           UsesIndex
 	unusedMessages unusedMessages
 	// Waiting, when set, keeps what each pending or failing cleanup waits
 	// on, for the controller's diagnosis; nil keeps nothing.
@@ -255,7 +254,7 @@ func (r *Runner) runStep(ctx context.Context, pol *policy.Policy, key string, i 
 	case step.Wait != nil:
 		return r.wait(ctx, pol, step.Condition, step.Wait, t)
 	case step.Unused != nil:
-		return r.unused(pol, i, t)
+		return r.unused(ctx, pol, i, t)
 	default:
 		return transient(errors.New("step has no action"))
 	}

@@ -6,13 +6,17 @@ SPDX-License-Identifier: Apache-2.0
 package steps
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/teardown-dev/teardown/internal/inuse"
 	"github.com/teardown-dev/teardown/internal/policy"
@@ -76,9 +80,21 @@ func (m *unusedMessages) forget(w inuse.Waiter) {
 	delete(m.last, w)
 }
 
+// UsesIndex is what the unused step asks of internal/inuse's Index.
+type UsesIndex interface {
+	Activate()
+	Check(w inuse.Waiter, gk schema.GroupKind, ns, name, scope string) (*inuse.Use, error)
+	Recheck(w inuse.Waiter, d time.Duration)
+}
+
+// unusedLagRecheck is how soon a step is run again when the API server
+// showed a use the index has not seen yet: the index catches up within
+// moments, and then registers the step under that use.
+const unusedLagRecheck = time.Second
+
 // unused holds t while any pod that counts uses it (internal/inuse says
 // what counts). A TeardownPolicy sees only the pods of its own namespace.
-func (r *Runner) unused(pol *policy.Policy, i int, t Target) outcome {
+func (r *Runner) unused(ctx context.Context, pol *policy.Policy, i int, t Target) outcome {
 	if r.Uses == nil {
 		return transient(errors.New("the controller runs without its index of pods"))
 	}
@@ -99,14 +115,31 @@ func (r *Runner) unused(pol *policy.Policy, i int, t Target) outcome {
 		return r.unusedPending(w, r.recheckWithin(pol, i, t, unusedSyncRecheck), "waiting for the controller's index of pods to sync")
 	case err != nil:
 		return transient(err)
-	case len(use.Pods) == 0:
-		r.unusedMessages.forget(w)
-		return done()
+	}
+	lagging := false
+	if len(use.Pods) == 0 {
+		// The index is an informer's view: a pod created moments before
+		// the target was deleted may not have reached it yet. "Unused" ends
+		// the step, so it is confirmed by the API server first.
+		live, err := r.confirmUnused(ctx, gk, t.Obj.GetNamespace(), t.Obj.GetName(), scope)
+		if err != nil {
+			return transient(fmt.Errorf("confirming that no pod uses %s %s: %w", gk.Kind, client.ObjectKeyFromObject(t.Obj), err))
+		}
+		if len(live.Pods) == 0 {
+			r.unusedMessages.forget(w)
+			return done()
+		}
+		logf.FromContext(ctx).V(1).Info("The index of pods has not seen a use the API server shows yet; checking again shortly",
+			"target", klog.KObj(t.Obj), "pods", len(live.Pods))
+		use, lagging = live, true
 	}
 	msg := inuse.Describe(gk.Kind, use)
 	recheck := unusedRecheck
 	if r.unusedMessages.changed(w, msg, r.now()) {
 		recheck = unusedMessageRecheck
+	}
+	if lagging {
+		recheck = unusedLagRecheck
 	}
 	out := r.unusedPending(w, r.recheckWithin(pol, i, t, recheck), msg)
 	for _, p := range use.Pods {
