@@ -148,7 +148,8 @@ func TestExplainNamespaceControllerNotRunning(t *testing.T) {
 			blocker = it.Blocker
 		}
 	}
-	if !strings.Contains(blocker, "namespace controller not running") {
+	// Explain's root blocker, A11.
+	if !strings.HasPrefix(blocker, "NamespaceControllerIdle [A11]: ") || !strings.Contains(blocker, "namespace controller is not running") {
 		t.Errorf("status blocker of the namespace = %q", blocker)
 	}
 
