@@ -230,3 +230,17 @@ func (c *Cluster) accessReview(ctx context.Context, user string, groups []string
 	}
 	return got[0], nil
 }
+
+// typed is GetObject into a typed object: one GET, or on a Bulk Cluster one
+// list per kind and namespace, whichever the run prefers.
+func typed[T any](ctx context.Context, c *Cluster, gvr schema.GroupVersionResource, ns, name string) (*T, error) {
+	u, err := c.GetObject(ctx, gvr, ns, name)
+	if err != nil {
+		return nil, err
+	}
+	out := new(T)
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, out); err != nil {
+		return nil, fmt.Errorf("reading %s %s: %w", gvr.Resource, joinNS(ns, name), err)
+	}
+	return out, nil
+}

@@ -185,7 +185,9 @@ func (e *Explainer) orphan(ctx context.Context, fd *Finding, gvr schema.GroupVer
 	fd.Severity = SeverityWaiting
 	fd.Message = fmt.Sprintf("the garbage collector must remove the ownerReference from %d dependent(s) first", len(deps))
 	for i, d := range deps {
-		if i == maxChildren {
+		// The dry-runs are one request per dependent: status, explaining
+		// a whole cluster, leaves them to explain (WithoutRemovalDryRun).
+		if i == maxChildren || e.skipDryRun {
 			break
 		}
 		ref := d.Ref()

@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -49,7 +50,7 @@ func (e *Explainer) loadBalancerCleanup(ctx context.Context, fd *Finding, obj me
 	if fd.Cause == CauseOwnerLacksRBAC {
 		return
 	}
-	svc, err := e.c.kube.CoreV1().Services(obj.GetNamespace()).Get(ctx, obj.GetName(), metav1.GetOptions{})
+	svc, err := typed[corev1.Service](ctx, e.c, corev1.SchemeGroupVersion.WithResource("services"), obj.GetNamespace(), obj.GetName())
 	if err != nil {
 		return
 	}

@@ -96,7 +96,7 @@ func (e *Explainer) pvcProtection(ctx context.Context, fd *Finding, obj metav1.O
 func (e *Explainer) pvProtection(ctx context.Context, fd *Finding, obj metav1.Object) {
 	fd.Cause = CausePVBound
 	fd.Owner = &Owner{Component: "pv-protection controller (kube-controller-manager)", Source: SourceCatalog, State: OwnerUnknown}
-	pv, err := e.c.kube.CoreV1().PersistentVolumes().Get(ctx, obj.GetName(), metav1.GetOptions{})
+	pv, err := typed[corev1.PersistentVolume](ctx, e.c, corev1.SchemeGroupVersion.WithResource("persistentvolumes"), "", obj.GetName())
 	if err != nil {
 		fd.Message = "could not read the PersistentVolume: " + err.Error()
 		return
