@@ -153,42 +153,24 @@ func (u *PlanUnused) fill(snap *inuse.Snapshot, gk schema.GroupKind, obj diagnos
 	return nil
 }
 
-// listUses lists what queries need: the pods of every namespace whose pods
-// may use one of the objects (all namespaces when a cluster policy holds an
-// RBAC object), and the bindings an RBAC object is used through.
+// listUses lists what queries need: for RBAC kinds the bindings they are
+// used through first, then the pods of only the namespaces whose pods may
+// use one of the objects (its own for a ServiceAccount, Secret or
+// ConfigMap; those the bindings' subjects name for RBAC, every namespace
+// only when one names every ServiceAccount).
 func listUses(ctx context.Context, kube kubernetes.Interface, queries []unusedQuery) (*inuse.Snapshot, error) {
-	var podNamespaces, bindingNamespaces []string
+	var bindingNamespaces []string
 	clusterBindings := false
 	for _, q := range queries {
 		switch q.gk.Kind {
-		case "ServiceAccount", "Secret", "ConfigMap":
-			// Used only by the pods of their own namespace.
-			podNamespaces = append(podNamespaces, q.node.Object.Namespace)
-		default:
-			// A binding's subjects name pods of any namespace.
-			podNamespaces = append(podNamespaces, q.up.scope)
-			switch q.gk.Kind {
-			case "Role", "RoleBinding":
-				bindingNamespaces = append(bindingNamespaces, q.node.Object.Namespace)
-			case "ClusterRole":
-				bindingNamespaces = append(bindingNamespaces, metav1.NamespaceAll)
-				clusterBindings = true
-			case "ClusterRoleBinding":
-				clusterBindings = true
-			}
-		}
-	}
-	var pods []*inuse.Pod
-	for _, ns := range namespacesToList(podNamespaces) {
-		err := eachListItem(ctx, func(opts metav1.ListOptions) (runtime.Object, error) {
-			return kube.CoreV1().Pods(ns).List(ctx, opts)
-		}, func(obj runtime.Object) {
-			if p, ok := obj.(*corev1.Pod); ok {
-				pods = append(pods, inuse.PodOf(p))
-			}
-		})
-		if err != nil {
-			return nil, fmt.Errorf("cannot tell which pods use it: listing pods%s: %w", inNamespace(ns), err)
+		case "Role", "RoleBinding":
+			bindingNamespaces = append(bindingNamespaces, q.node.Object.Namespace)
+		case "ClusterRole":
+			// RoleBindings of any namespace may grant it.
+			bindingNamespaces = append(bindingNamespaces, metav1.NamespaceAll)
+			clusterBindings = true
+		case "ClusterRoleBinding":
+			clusterBindings = true
 		}
 	}
 	var bindings []*inuse.Binding
@@ -214,6 +196,34 @@ func listUses(ctx context.Context, kube kubernetes.Interface, queries []unusedQu
 		})
 		if err != nil {
 			return nil, fmt.Errorf("cannot tell which pods use it: listing ClusterRoleBindings: %w", err)
+		}
+	}
+	bindingsOnly, err := inuse.NewSnapshot(nil, bindings)
+	if err != nil {
+		return nil, err
+	}
+	var podNamespaces []string
+	for _, q := range queries {
+		namespaces, all, err := bindingsOnly.PodNamespaces(q.gk, q.node.Object.Namespace, q.node.Object.Name, q.up.scope)
+		if err != nil {
+			return nil, err
+		}
+		if all {
+			namespaces = []string{metav1.NamespaceAll}
+		}
+		podNamespaces = append(podNamespaces, namespaces...)
+	}
+	var pods []*inuse.Pod
+	for _, ns := range namespacesToList(podNamespaces) {
+		err := eachListItem(ctx, func(opts metav1.ListOptions) (runtime.Object, error) {
+			return kube.CoreV1().Pods(ns).List(ctx, opts)
+		}, func(obj runtime.Object) {
+			if p, ok := obj.(*corev1.Pod); ok {
+				pods = append(pods, inuse.PodOf(p))
+			}
+		})
+		if err != nil {
+			return nil, fmt.Errorf("cannot tell which pods use it: listing pods%s: %w", inNamespace(ns), err)
 		}
 	}
 	return inuse.NewSnapshot(pods, bindings)

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -45,8 +46,11 @@ func TestPlanUnusedHolders(t *testing.T) {
 		"metadata": map[string]any{"name": "plan-unused"},
 		"spec": map[string]any{
 			"finalizer": fin,
-			"targets":   []any{map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "selector": map[string]any{}}},
-			"steps":     []any{map[string]any{"name": "pods-gone", "unused": map[string]any{}}},
+			"targets": []any{
+				map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "selector": map[string]any{}},
+				map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "selector": map[string]any{}},
+			},
+			"steps": []any{map[string]any{"name": "pods-gone", "unused": map[string]any{}}},
 		},
 	}}
 	dyn := dynamic.NewForConfigOrDie(cfg)
@@ -177,6 +181,47 @@ func TestPlanUnusedHolders(t *testing.T) {
 	r = cli(t, "", nil, "plan", "serviceaccount/builder", "-n", ns)
 	if line := "unused step pods-gone: held while a pod uses it; none does now"; r.code != ExitOK || !strings.Contains(r.out, line) {
 		t.Errorf("plan serviceaccount/builder: exit %d, want the line %q in:\n%s%s", r.code, line, r.out, r.err)
+	}
+
+	// A ClusterRole bound to web: plan lists the bindings, then the pods of
+	// only the namespace their subjects name, not of the whole cluster.
+	crName := ns + "-web"
+	if _, err := cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: crName, Finalizers: []string{fin}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = cs.RbacV1().ClusterRoles().Patch(context.Background(), crName, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+		_ = cs.RbacV1().ClusterRoles().Delete(context.Background(), crName, metav1.DeleteOptions{})
+		_ = cs.RbacV1().ClusterRoleBindings().Delete(context.Background(), crName, metav1.DeleteOptions{})
+	})
+	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: crName},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: crName},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: ns, Name: "web"}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	log := &requestLog{}
+	r = cli(t, "", log, "plan", "clusterrole/"+crName, "-o", "json")
+	rep = &PlanReport{}
+	if err := json.Unmarshal([]byte(r.out), rep); r.code != ExitOK || err != nil {
+		t.Fatalf("plan clusterrole: exit %d, %v: %s%s", r.code, err, r.out, r.err)
+	}
+	wantCR := []PlanUnused{{Finalizer: fin, Step: "pods-gone", Pods: webPods, Through: []string{"ClusterRoleBinding " + crName},
+		Message: "2 pods of StatefulSet " + ns + "/web still run with this ClusterRole's rights (through ClusterRoleBinding " + crName + ") (1 terminating)"}}
+	if diff := cmp.Diff(wantCR, rep.Root.Unused); diff != "" {
+		t.Errorf("plan clusterrole's unused holders (-want +got):\n%s", diff)
+	}
+	var podLists []string
+	for _, req := range log.reqs {
+		if path, _, _ := strings.Cut(req, "?"); strings.HasSuffix(path, "/pods") {
+			podLists = append(podLists, path)
+		}
+	}
+	// The cluster-wide list is plan's metadata-only listing of every kind
+	// (a ClusterRole's scope is the cluster); the holders' list is the
+	// namespaced one.
+	slices.Sort(podLists)
+	if diff := cmp.Diff([]string{"GET /api/v1/namespaces/" + ns + "/pods", "GET /api/v1/pods"}, podLists); diff != "" {
+		t.Errorf("pod lists of plan clusterrole (-want +got):\n%s", diff)
 	}
 
 	// Someone who may not list pods is told so, not that none uses it.
