@@ -145,6 +145,11 @@ func Summary(rep *Report) string {
 		return ""
 	}
 	s := fmt.Sprintf("waiting for %s (%s: %s)", waiting.Owner.Component, waiting.Owner.State, Shorten(lastEvidence(waiting.Owner), 100))
+	if p := waiting.Progress; p != nil && p.Message != "" {
+		// The owner's own record of what its cleanup waits on (a Teardown
+		// step and what it waits for) says more than its liveness alone.
+		s = fmt.Sprintf("%s (%s, attempt %d); %s", Shorten(p.Message, 120), p.State, p.Attempts, s)
+	}
 	if waiting.Finalizer != "" {
 		s = waiting.Finalizer + ": " + s
 	}

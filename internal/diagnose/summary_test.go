@@ -12,6 +12,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/teardown-dev/teardown/pkg/finalizer/record"
 )
 
 func TestObjectBlocker(t *testing.T) {
@@ -95,6 +97,10 @@ func TestSummary(t *testing.T) {
 		{"waiting on an owner alive", &Report{Target: target, Findings: []Finding{{Cause: CauseCleanupInProgress, Severity: SeverityWaiting, Finalizer: "b.io/x",
 			Owner: &Owner{Component: "bucket-operator", State: OwnerAlive, Evidence: []string{"Deployment ops/bucket-operator has 1 of 1 replicas ready", "SubjectAccessReview: allowed"}}}}},
 			"b.io/x: waiting for bucket-operator (alive: Deployment ops/bucket-operator has 1 of 1 replicas ready)"},
+		{"waiting on an owner alive, with its progress record", &Report{Target: target, Findings: []Finding{{Cause: CauseCleanupInProgress, Severity: SeverityWaiting, Finalizer: "shop.teardown.dev/x",
+			Progress: &record.Progress{Finalizer: "shop.teardown.dev/x", State: record.StatePending, Attempts: 3, Message: "step pods-gone: waiting until size(objects) == 0 (1 object(s) selected)"},
+			Owner:    &Owner{Component: "Teardown (TeardownPolicy shop/x)", State: OwnerAlive, Evidence: []string{"Deployment teardown-system/teardown-controller has 2 of 2 replicas ready"}}}}},
+			"shop.teardown.dev/x: step pods-gone: waiting until size(objects) == 0 (1 object(s) selected) (Pending, attempt 3); waiting for Teardown (TeardownPolicy shop/x) (alive: Deployment teardown-system/teardown-controller has 2 of 2 replicas ready)"},
 		{"nothing to say", &Report{Target: target, Findings: []Finding{{Cause: "NotTerminating", Severity: SeverityInfo}}}, ""},
 	}
 	for _, c := range cases {
