@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/teardown-dev/teardown/internal/cleantext"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -178,9 +179,9 @@ func notTrue(u *unstructured.Unstructured, what string, types ...string) []strin
 		if !containsString(types, str("type")) || str("status") == "True" {
 			continue
 		}
-		s := fmt.Sprintf("%s %s=%s", what, cleanText(str("type"), 64), cleanText(str("status"), 16))
-		detail := cleanText(str("reason"), 64)
-		if m := cleanText(str("message"), 160); m != "" {
+		s := fmt.Sprintf("%s %s=%s", what, cleantext.Clean(str("type"), 64), cleantext.Clean(str("status"), 16))
+		detail := cleantext.Clean(str("reason"), 64)
+		if m := cleantext.Clean(str("message"), 160); m != "" {
 			if detail != "" {
 				detail += ": "
 			}

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,18 +32,7 @@ func (e *Explainer) warningEvents(ctx context.Context, obj metav1.Object, max in
 			evs = append(evs, ev)
 		}
 	}
-	last := func(ev *corev1.Event) time.Time {
-		switch {
-		case !ev.LastTimestamp.IsZero():
-			return ev.LastTimestamp.Time
-		case ev.Series != nil:
-			return ev.Series.LastObservedTime.Time
-		case !ev.EventTime.IsZero():
-			return ev.EventTime.Time
-		}
-		return ev.CreationTimestamp.Time
-	}
-	sort.SliceStable(evs, func(i, j int) bool { return last(&evs[i]).After(last(&evs[j])) })
+	sort.SliceStable(evs, func(i, j int) bool { return eventTime(&evs[i]).After(eventTime(&evs[j])) })
 	var out []string
 	for i := range evs {
 		if len(out) == max {

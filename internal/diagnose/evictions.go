@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/teardown-dev/teardown/internal/cleantext"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -48,7 +49,7 @@ func (e *Explainer) evictionRefused(ctx context.Context, pod *corev1.Pod) (why s
 	if len(causes) > 0 {
 		why += " (" + strings.Join(causes, "; ") + ")"
 	}
-	return cleanText(why, maxSaid), true, true
+	return cleantext.Clean(why, maxSaid), true, true
 }
 
 // evictionsRefused is what the API server answers to the eviction of each

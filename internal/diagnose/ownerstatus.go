@@ -10,9 +10,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
+	"github.com/teardown-dev/teardown/internal/cleantext"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -152,11 +151,11 @@ func failingCondition(u *unstructured.Unstructured) (statement, bool) {
 			}
 			text += msg
 		}
-		what := "condition " + cleanText(typ, 64)
+		what := "condition " + cleantext.Clean(typ, 64)
 		if status != "" && status != string(corev1.ConditionTrue) {
-			what += "=" + cleanText(status, 16)
+			what += "=" + cleantext.Clean(status, 16)
 		}
-		st := statement{What: what, Text: cleanText(text, maxSaid), At: at}
+		st := statement{What: what, Text: cleantext.Clean(text, maxSaid), At: at}
 		if !found || at.After(best.At) {
 			best, found = st, true
 		}
@@ -220,15 +219,15 @@ func (e *Explainer) ownerEvent(ctx context.Context, obj metav1.Object, o *Owner)
 			continue
 		}
 		at := eventTime(ev)
-		what := "event " + cleanText(ev.Reason, 64)
+		what := "event " + cleantext.Clean(ev.Reason, 64)
 		if from != "" {
-			what += " (" + cleanText(from, 64)
+			what += " (" + cleantext.Clean(from, 64)
 			if ev.Count > 1 {
 				what += fmt.Sprintf(", ×%d", ev.Count)
 			}
 			what += ")"
 		}
-		st := statement{What: what, Text: cleanText(ev.Message, maxSaid), At: at}
+		st := statement{What: what, Text: cleantext.Clean(ev.Message, maxSaid), At: at}
 		if !found || at.After(best.At) {
 			best, found = st, true
 		}
@@ -293,38 +292,4 @@ func eventTime(ev *corev1.Event) time.Time {
 		return ev.EventTime.Time
 	}
 	return ev.CreationTimestamp.Time
-}
-
-// cleanText makes text written by others fit to repeat in a report: valid
-// UTF-8, no control or invisible formatting characters (line breaks and
-// tabs become spaces), at most max bytes. It is internal/steps's rule for
-// webhook answers, repeated here because the engine links nothing of the
-// controller's packages.
-func cleanText(s string, max int) string {
-	var b strings.Builder
-	for _, c := range s {
-		switch {
-		case c == utf8.RuneError:
-			continue
-		case c == '\n' || c == '\r' || c == '\t' || c == '\u2028' || c == '\u2029':
-			b.WriteByte(' ')
-		case unicode.IsControl(c) || unicode.Is(unicode.Cf, c):
-			continue // includes bidirectional overrides, which disguise text
-		default:
-			b.WriteRune(c)
-		}
-	}
-	out := strings.Join(strings.Fields(b.String()), " ")
-	if len(out) <= max {
-		return out
-	}
-	const more = "..."
-	if max < len(more) {
-		return ""
-	}
-	cut := max - len(more)
-	for cut > 0 && !utf8.RuneStart(out[cut]) {
-		cut--
-	}
-	return out[:cut] + more
 }

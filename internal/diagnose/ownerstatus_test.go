@@ -55,23 +55,6 @@ func TestFailingConditionNewest(t *testing.T) {
 	}
 }
 
-func TestCleanText(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		max  int
-		want string
-	}{
-		{"a\n\tb", 10, "a b"},
-		{"x\x1b[31my\u202ez", 20, "x[31myz"},
-		{strings.Repeat("é", 10), 9, "ééé..."},
-		{"abc", 2, ""},
-	} {
-		if got := cleanText(tc.in, tc.max); got != tc.want {
-			t.Errorf("cleanText(%q, %d) = %q, want %q", tc.in, tc.max, got, tc.want)
-		}
-	}
-}
-
 // FuzzFailingCondition: status conditions are written by others; reading
 // them never panics and never repeats more than maxSaid bytes of their
 // text, nor a control character.

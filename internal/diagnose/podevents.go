@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/teardown-dev/teardown/internal/cleantext"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -77,7 +78,7 @@ func (e *Explainer) kubeletSays(ctx context.Context, pod *corev1.Pod, f *Finding
 		count = fmt.Sprintf(", ×%d", newest.Count)
 	}
 	f.Cause = CauseKubeletReportsFailure
-	f.Message = fmt.Sprintf("the kubelet says: %s: %s (on node %s%s, %s ago); %s", cleanText(newest.Reason, 64), cleanText(newest.Message, maxSaid),
+	f.Message = fmt.Sprintf("the kubelet says: %s: %s (on node %s%s, %s ago); %s", cleantext.Clean(newest.Reason, 64), cleantext.Clean(newest.Message, maxSaid),
 		pod.Spec.NodeName, count, Age(e.now.Sub(eventTime(newest))), f.Message)
 	f.FixOwner = fix.fixOwner
 	f.Remedy = fix.remedy

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/teardown-dev/teardown/internal/cleantext"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -124,15 +125,15 @@ func podWhy(p *corev1.Pod) string {
 		return "terminating"
 	}
 	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-		return fmt.Sprintf("%s (%s)", p.Status.Phase, cleanText(p.Status.Reason, 40)) // a phase the API server validated
+		return fmt.Sprintf("%s (%s)", p.Status.Phase, cleantext.Clean(p.Status.Reason, 40)) // a phase the API server validated
 	}
 	for _, c := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
 		if c.State.Waiting != nil && c.State.Waiting.Reason != "" && c.State.Waiting.Reason != "PodInitializing" && c.State.Waiting.Reason != "ContainerCreating" {
-			s := fmt.Sprintf("container %s %s", cleanText(c.Name, 63), cleanText(c.State.Waiting.Reason, 40))
+			s := fmt.Sprintf("container %s %s", cleantext.Clean(c.Name, 63), cleantext.Clean(c.State.Waiting.Reason, 40))
 			if t := c.LastTerminationState.Terminated; t != nil {
-				s += fmt.Sprintf(" (restarted %d times, last exit %d: %s)", c.RestartCount, t.ExitCode, cleanText(t.Reason, 40))
+				s += fmt.Sprintf(" (restarted %d times, last exit %d: %s)", c.RestartCount, t.ExitCode, cleantext.Clean(t.Reason, 40))
 			} else if c.State.Waiting.Message != "" {
-				s += ": " + cleanText(c.State.Waiting.Message, 120)
+				s += ": " + cleantext.Clean(c.State.Waiting.Message, 120)
 			}
 			return s
 		}
@@ -142,19 +143,19 @@ func podWhy(p *corev1.Pod) string {
 	}
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
-			return fmt.Sprintf("Pending, %s: %s", cleanText(c.Reason, 40), cleanText(c.Message, 120))
+			return fmt.Sprintf("Pending, %s: %s", cleantext.Clean(c.Reason, 40), cleantext.Clean(c.Message, 120))
 		}
 	}
 	if p.Spec.NodeName == "" {
 		return "Pending, not scheduled to a node"
 	}
 	if p.Status.Phase == corev1.PodPending || p.Status.Phase == "" {
-		return "Pending on node " + cleanText(p.Spec.NodeName, 253) + ", no container started (no status from its kubelet)"
+		return "Pending on node " + cleantext.Clean(p.Spec.NodeName, 253) + ", no container started (no status from its kubelet)"
 	}
 	for _, c := range p.Status.ContainerStatuses {
 		if !c.Ready {
-			return fmt.Sprintf("%s, container %s not ready (readiness probe)", cleanText(string(p.Status.Phase), 40), cleanText(c.Name, 63))
+			return fmt.Sprintf("%s, container %s not ready (readiness probe)", cleantext.Clean(string(p.Status.Phase), 40), cleantext.Clean(c.Name, 63))
 		}
 	}
-	return cleanText(string(p.Status.Phase), 40) + ", not ready"
+	return cleantext.Clean(string(p.Status.Phase), 40) + ", not ready"
 }

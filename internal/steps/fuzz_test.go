@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/cleantext"
 	"github.com/teardown-dev/teardown/internal/policy"
 )
 
@@ -204,7 +205,7 @@ func FuzzCleanText(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string, bound uint16) {
 		max := int(bound % 1024)
-		checkCleanMessage(t, cleanText(s, max), max)
+		checkCleanMessage(t, cleantext.Clean(s, max), max)
 	})
 }
 

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/cleantext"
 	"github.com/teardown-dev/teardown/internal/policy"
 )
 
@@ -107,7 +108,7 @@ func (r *Runner) job(ctx context.Context, pol *policy.Policy, step teardownv1alp
 			if err := removeJob(ctx, writer, job); err != nil {
 				return transient(err)
 			}
-			return failed(fmt.Errorf("Job %s/%s failed: %s: %s", ns, name, cleanText(c.Reason, maxWebhookStatus), cleanText(c.Message, maxWebhookMessage)))
+			return failed(fmt.Errorf("Job %s/%s failed: %s: %s", ns, name, cleantext.Clean(c.Reason, maxWebhookStatus), cleantext.Clean(c.Message, maxWebhookMessage)))
 		}
 	}
 	out := pending(0, "Job %s/%s is running", ns, name)

@@ -21,8 +21,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/teardown-dev/teardown/internal/cleantext"
 )
 
 // permanentHTTPStatus lists the 4xx answers that calling again cannot change:
@@ -121,10 +121,10 @@ func parseWebhookResponse(body []byte) (parsedResponse, bool) {
 	}
 	var ans parsedResponse
 	if s, ok := wire.Status.(string); ok {
-		ans.Status = cleanText(s, maxWebhookStatus)
+		ans.Status = cleantext.Clean(s, maxWebhookStatus)
 	}
 	if s, ok := wire.Message.(string); ok {
-		ans.Message = cleanText(s, maxWebhookMessage)
+		ans.Message = cleantext.Clean(s, maxWebhookMessage)
 	}
 	if f, ok := wire.RetryAfterSeconds.(float64); ok {
 		ans.RetryAfter = capSeconds(f)
@@ -142,38 +142,6 @@ func capSeconds(f float64) time.Duration {
 	default:
 		return time.Duration(f * float64(time.Second))
 	}
-}
-
-// cleanText makes text from outside fit to repeat in annotations, Events and
-// status: valid UTF-8, no control or invisible formatting characters (line
-// breaks and tabs become spaces), at most max bytes.
-func cleanText(s string, max int) string {
-	var b strings.Builder
-	for _, c := range s {
-		switch {
-		case c == utf8.RuneError:
-			continue // invalid UTF-8, or a replacement character: dropped either way
-		case c == '\n' || c == '\r' || c == '\t' || c == '\u2028' || c == '\u2029':
-			b.WriteByte(' ')
-		case unicode.IsControl(c) || unicode.Is(unicode.Cf, c):
-			continue // includes bidirectional overrides, which disguise text
-		default:
-			b.WriteRune(c)
-		}
-	}
-	out := strings.Join(strings.Fields(b.String()), " ")
-	if len(out) <= max {
-		return out
-	}
-	const more = "..."
-	if max < len(more) {
-		return ""
-	}
-	cut := max - len(more)
-	for cut > 0 && !utf8.RuneStart(out[cut]) {
-		cut--
-	}
-	return out[:cut] + more
 }
 
 // parseRetryAfter reads a Retry-After header, seconds or an HTTP date, as a

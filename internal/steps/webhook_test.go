@@ -101,27 +101,6 @@ func TestParseRetryAfter(t *testing.T) {
 	}
 }
 
-func TestCleanText(t *testing.T) {
-	cases := []struct {
-		in   string
-		max  int
-		want string
-	}{
-		{"plain", 256, "plain"},
-		{"a\r\nb\tc", 256, "a b c"},
-		{"bell\x07 esc\x1b[31m red", 256, "bell esc[31m red"},
-		{"bidi \u202e\u2066evil", 256, "bidi evil"},
-		{"bad \xff utf8", 256, "bad utf8"},
-		{"héllo wörld", 8, "héll..."},
-		{"日本語日本語", 10, "日本..."},
-	}
-	for _, tc := range cases {
-		if got := cleanText(tc.in, tc.max); got != tc.want {
-			t.Errorf("cleanText(%q, %d) = %q, want %q", tc.in, tc.max, got, tc.want)
-		}
-	}
-}
-
 func TestWebhookPayloadLeavesOutAnnotations(t *testing.T) {
 	obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: "ns", UID: "u1", Annotations: map[string]string{
 		corev1.LastAppliedConfigAnnotation:       `{"data":{"password":"hunter2"}}`,
