@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -77,7 +76,7 @@ func (e *ScopeError) Error() string {
 	return fmt.Sprintf("%s is cluster-scoped: a TeardownPolicy's steps reach only namespaced kinds in its own namespace; use a ClusterTeardownPolicy", e.Kind)
 }
 
-func (r *Runner) delete(ctx context.Context, pol *policy.Policy, d *teardownv1alpha1.DeleteAction, t Target) outcome {
+func (r *Runner) delete(ctx context.Context, pol *policy.Policy, key string, i int, d *teardownv1alpha1.DeleteAction, t Target) outcome {
 	reader, writer, err := r.clients(pol)
 	if err != nil {
 		return transient(err)
@@ -86,7 +85,7 @@ func (r *Runner) delete(ctx context.Context, pol *policy.Policy, d *teardownv1al
 	if propagation == "" {
 		propagation = metav1.DeletePropagationForeground
 	}
-	watch, err := r.watchDependencies(pol, t, d.Resources, func(s *policy.Step) bool { return s.Delete == d })
+	watch, err := r.watchDependencies(pol, key, i, t, d.Resources)
 	if err != nil {
 		return transient(err)
 	}
@@ -124,7 +123,7 @@ func (r *Runner) delete(ctx context.Context, pol *policy.Policy, d *teardownv1al
 	return watch.finish(out)
 }
 
-func (r *Runner) wait(ctx context.Context, pol *policy.Policy, cond cel.Program, w *teardownv1alpha1.WaitAction, t Target) outcome {
+func (r *Runner) wait(ctx context.Context, pol *policy.Policy, key string, i int, cond cel.Program, w *teardownv1alpha1.WaitAction, t Target) outcome {
 	reader, _, err := r.clients(pol)
 	if err != nil {
 		return transient(err)
@@ -132,7 +131,7 @@ func (r *Runner) wait(ctx context.Context, pol *policy.Policy, cond cel.Program,
 	if cond == nil {
 		return transient(fmt.Errorf("condition %q is not compiled", orDefault(w.Condition, defaultCondition)))
 	}
-	watch, err := r.watchDependencies(pol, t, w.Resources, func(s *policy.Step) bool { return s.Wait == w })
+	watch, err := r.watchDependencies(pol, key, i, t, w.Resources)
 	if err != nil {
 		return transient(err)
 	}
@@ -250,15 +249,12 @@ type stepWatch struct {
 	owner    string
 }
 
-// watchDependencies registers the step of pol that isStep finds as waiting
-// on resources for t, before they are read (so no change between the read
-// and the registration goes unseen). nil when steps poll (no Runner.Waits).
-func (r *Runner) watchDependencies(pol *policy.Policy, t Target, resources []teardownv1alpha1.ResourceSelector, isStep func(*policy.Step) bool) (*stepWatch, error) {
+// watchDependencies registers step i of pol, run under finalizer key, as
+// waiting on resources for t, before they are read (so no change between
+// the read and the registration goes unseen). nil when steps poll (no
+// Runner.Waits).
+func (r *Runner) watchDependencies(pol *policy.Policy, key string, i int, t Target, resources []teardownv1alpha1.ResourceSelector) (*stepWatch, error) {
 	if r.Waits == nil {
-		return nil, nil
-	}
-	i := slices.IndexFunc(pol.Steps, func(s policy.Step) bool { return isStep(&s) })
-	if i < 0 {
 		return nil, nil
 	}
 	deps := make([]waits.Dependency, 0, len(resources))
@@ -275,22 +271,23 @@ func (r *Runner) watchDependencies(pol *policy.Policy, t Target, resources []tea
 		target:   target.RequestFor(t.GVK, client.ObjectKeyFromObject(t.Obj)),
 		owner:    pol.Ref.String() + " step " + pol.Steps[i].Name,
 	}
-	r.Waits.Register(w.target, w.owner, deps, pollInterval, r.timeLeft(pol, i, t))
+	r.Waits.Register(w.target, w.owner, deps, pollInterval, r.timeLeft(pol, key, i, t))
 	return w, nil
 }
 
 // timeLeft is how long step i of pol has until its timeout, plus a second
-// so the run that comes then finds it passed; 0 when it has none. A step
-// with no record of its start (first run, or a cleanup under an older key)
-// counts from now.
-func (r *Runner) timeLeft(pol *policy.Policy, i int, t Target) time.Duration {
+// so the run that comes then finds it passed; 0 when it has none. Its start
+// is read from the step record under key, the finalizer the cleanup runs
+// under (a retired key's cleanup keeps its own record); a step with no
+// record of its start (its first run) counts from now.
+func (r *Runner) timeLeft(pol *policy.Policy, key string, i int, t Target) time.Duration {
 	timeout := pol.Steps[i].Timeout
 	if timeout == nil || timeout.Duration <= 0 {
 		return 0
 	}
 	now := r.now()
 	since := now
-	if pos := Resume(t.Obj, pol, pol.Key, now); pos.Index == i && !pos.Since.IsZero() {
+	if pos := Resume(t.Obj, pol, key, now); pos.Index == i && !pos.Since.IsZero() {
 		since = pos.Since
 	}
 	return max(timeout.Duration-now.Sub(since)+time.Second, time.Second)

@@ -250,11 +250,11 @@ func (r *Runner) runStep(ctx context.Context, pol *policy.Policy, key string, i 
 	case step.Job != nil:
 		return r.job(ctx, pol, step.Step, t)
 	case step.Delete != nil:
-		return r.delete(ctx, pol, step.Delete, t)
+		return r.delete(ctx, pol, key, i, step.Delete, t)
 	case step.Wait != nil:
-		return r.wait(ctx, pol, step.Condition, step.Wait, t)
+		return r.wait(ctx, pol, key, i, step.Condition, step.Wait, t)
 	case step.Unused != nil:
-		return r.unused(ctx, pol, i, t)
+		return r.unused(ctx, pol, key, i, t)
 	default:
 		return transient(errors.New("step has no action"))
 	}

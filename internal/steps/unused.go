@@ -94,7 +94,7 @@ const unusedLagRecheck = time.Second
 
 // unused holds t while any pod that counts uses it (internal/inuse says
 // what counts). A TeardownPolicy sees only the pods of its own namespace.
-func (r *Runner) unused(ctx context.Context, pol *policy.Policy, i int, t Target) outcome {
+func (r *Runner) unused(ctx context.Context, pol *policy.Policy, key string, i int, t Target) outcome {
 	if r.Uses == nil {
 		return transient(errors.New("the controller runs without its index of pods"))
 	}
@@ -112,7 +112,7 @@ func (r *Runner) unused(ctx context.Context, pol *policy.Policy, i int, t Target
 	use, err := r.Uses.Check(w, gk, t.Obj.GetNamespace(), t.Obj.GetName(), scope)
 	switch {
 	case errors.Is(err, inuse.ErrNotSynced):
-		return r.unusedPending(w, r.recheckWithin(pol, i, t, unusedSyncRecheck), "waiting for the controller's index of pods to sync")
+		return r.unusedPending(w, r.recheckWithin(pol, key, i, t, unusedSyncRecheck), "waiting for the controller's index of pods to sync")
 	case err != nil:
 		return transient(err)
 	}
@@ -141,28 +141,21 @@ func (r *Runner) unused(ctx context.Context, pol *policy.Policy, i int, t Target
 	if lagging {
 		recheck = unusedLagRecheck
 	}
-	out := r.unusedPending(w, r.recheckWithin(pol, i, t, recheck), msg)
+	out := r.unusedPending(w, r.recheckWithin(pol, key, i, t, recheck), msg)
 	for _, p := range use.Pods {
 		out.waitingOn(corev1.SchemeGroupVersion.WithKind("Pod"), p.Namespace, p.Name)
 	}
 	return out
 }
 
-// recheckWithin shortens recheck to a second past step i's timeout, so that
-// a step nothing wakes still times out on time. A step with no record of
-// its start (its first run) counts from now. The policy's deadline needs
-// nothing here: pkg/finalizer requeues for it.
-func (r *Runner) recheckWithin(pol *policy.Policy, i int, t Target, recheck time.Duration) time.Duration {
-	timeout := pol.Steps[i].Timeout
-	if timeout == nil || timeout.Duration <= 0 {
-		return recheck
+// recheckWithin shortens recheck to a second past step i's timeout
+// (timeLeft), so that a step nothing wakes still times out on time. The
+// policy's deadline needs nothing here: pkg/finalizer requeues for it.
+func (r *Runner) recheckWithin(pol *policy.Policy, key string, i int, t Target, recheck time.Duration) time.Duration {
+	if left := r.timeLeft(pol, key, i, t); left > 0 {
+		return min(recheck, left)
 	}
-	now := r.now()
-	since := now
-	if pos := Resume(t.Obj, pol, pol.Key, now); pos.Index == i && !pos.Since.IsZero() {
-		since = pos.Since
-	}
-	return min(recheck, max(timeout.Duration-now.Sub(since)+time.Second, time.Second))
+	return recheck
 }
 
 // unusedPending is a pending outcome that asks for no requeue: the index
