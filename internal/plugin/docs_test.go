@@ -11,10 +11,10 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/teardown-dev/teardown/internal/plugin/plugintest"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -107,22 +107,9 @@ func TestDocsScenario(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	dir := filepath.Join("testdata", "docs")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	record := func(file string, args ...string) result {
 		r := cli(t, "", nil, args...)
-		var b bytes.Buffer
-		b.WriteString("$ kubectl teardown " + strings.Join(args, " ") + "\n")
-		b.WriteString(r.out)
-		b.WriteString(r.err)
-		if r.code != 0 {
-			b.WriteString("(exit code " + string(rune('0'+r.code)) + ")\n")
-		}
-		if err := os.WriteFile(filepath.Join(dir, file), b.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		plugintest.WriteTranscript(t, file, plugintest.Result{Out: r.out, Err: r.err, Code: r.code}, args...)
 		return r
 	}
 	record("plan-foreground.txt", "plan", "configmap/frontend", "-n", "web", "--cascade", "foreground")

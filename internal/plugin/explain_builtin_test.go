@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/teardown-dev/teardown/internal/diagnose"
+	"github.com/teardown-dev/teardown/internal/plugin/plugintest"
 )
 
 // C1: a PVC held by kubernetes.io/pvc-protection because a scheduled pod
@@ -47,12 +48,12 @@ func TestExplainPVCInUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep := explainJSON(t, "pvc/data", "-n", ns)
-	f := findFinding(rep, diagnose.CausePVCInUse, "job-xyz")
+	f := plugintest.Find(rep, diagnose.CausePVCInUse, "job-xyz")
 	if f == nil || f.Catalog != "C1" {
 		t.Fatalf("no PVCInUse naming the pod: %+v", rep.Findings)
 	}
 	assertRemedy(t, f, "delete or finish the pod")
-	if !isRoot(rep, diagnose.CausePVCInUse, "job-xyz") {
+	if plugintest.Root(rep, diagnose.CausePVCInUse, "job-xyz") == nil {
 		t.Errorf("root blockers = %+v", rep.RootBlockers)
 	}
 }
@@ -81,7 +82,7 @@ func TestExplainPVBound(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep := explainJSON(t, "pv/"+name)
-	f := findFinding(rep, diagnose.CausePVBound, name)
+	f := plugintest.Find(rep, diagnose.CausePVBound, name)
 	if f == nil || f.Catalog != "C2" || !contains(f.Message, "shop/data") {
 		t.Fatalf("no PVBound: %+v", rep.Findings)
 	}
@@ -118,7 +119,7 @@ func TestExplainPodInGracePeriod(t *testing.T) {
 		t.Errorf("a pod in its grace period is not blocked: exit %d\n%s", r.code, r.out)
 	}
 	rep := explainJSON(t, "pod/slow", "-n", ns)
-	if f := findFinding(rep, diagnose.CausePodInGracePeriod, "slow"); f == nil || f.Severity != diagnose.SeverityWaiting || rep.Blocked {
+	if f := plugintest.Find(rep, diagnose.CausePodInGracePeriod, "slow"); f == nil || f.Severity != diagnose.SeverityWaiting || rep.Blocked {
 		t.Errorf("no waiting PodInGracePeriod: %+v", rep.Findings)
 	}
 }
@@ -138,7 +139,7 @@ func TestExplainOwnerLeaseStale(t *testing.T) {
 	configMap(t, ns, "queue", "queue-operator", []string{"queue.teardown.test/drain"})
 	deleteConfigMap(t, ns, "queue", "")
 	rep := explainJSON(t, "configmap/queue", "-n", ns)
-	f := findFinding(rep, diagnose.CauseOwnerGone, "queue")
+	f := plugintest.Find(rep, diagnose.CauseOwnerGone, "queue")
 	if f == nil || f.Owner.State != diagnose.OwnerDown || f.Owner.Workload == nil || f.Owner.Workload.Kind != "Lease" {
 		t.Fatalf("owner not judged down from its stale Lease: %+v", rep.Findings)
 	}

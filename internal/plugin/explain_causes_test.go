@@ -28,6 +28,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/teardown-dev/teardown/internal/diagnose"
+	"github.com/teardown-dev/teardown/internal/plugin/plugintest"
 	"github.com/teardown-dev/teardown/internal/testenv"
 )
 
@@ -71,7 +72,7 @@ func TestExplainOwnerLacksRBAC(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.out), rep); err != nil {
 		t.Fatal(err)
 	}
-	f := findFinding(rep, diagnose.CauseOwnerLacksRBAC, "gadget")
+	f := plugintest.Find(rep, diagnose.CauseOwnerLacksRBAC, "gadget")
 	if f == nil || f.Catalog != "B4" || f.Severity != diagnose.SeverityBlocker {
 		t.Fatalf("no OwnerLacksRBAC blocker: %+v", rep.Findings)
 	}
@@ -85,12 +86,12 @@ func TestExplainOwnerLacksRBAC(t *testing.T) {
 	if f.FixOwner != "operator packaging (its RBAC); cluster admin" || !contains(f.Leaks, "gadget-operator") {
 		t.Errorf("fix owner %q, leaks %q", f.FixOwner, f.Leaks)
 	}
-	if !isRoot(rep, diagnose.CauseOwnerLacksRBAC, "gadget") {
+	if plugintest.Root(rep, diagnose.CauseOwnerLacksRBAC, "gadget") == nil {
 		t.Errorf("root blockers = %+v", rep.RootBlockers)
 	}
 
 	// A user who may not ask the authorizer gets no B4 guess either way.
-	ro := readOnlyKubeconfig(t)
+	ro := plugintest.ReadOnlyKubeconfig(t, cfg, cs, "teardown-readonly")
 	reader := cli(t, ro, nil, "explain", "configmap/gadget", "-n", ns, "-o", "json")
 	if strings.Contains(reader.out, diagnose.CauseOwnerLacksRBAC) || !strings.Contains(reader.out, diagnose.CauseCleanupInProgress) {
 		t.Errorf("read-only user: exit %d\n%s%s", reader.code, reader.out, reader.err)
@@ -109,7 +110,7 @@ func TestExplainOwnerLacksRBAC(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep, f = explainUntil(t, 30*time.Second, diagnose.CauseCleanupInProgress, "gadget", "configmap/gadget", "-n", ns)
-	if rep.Blocked || findFinding(rep, diagnose.CauseOwnerLacksRBAC, "") != nil {
+	if rep.Blocked || plugintest.Find(rep, diagnose.CauseOwnerLacksRBAC, "") != nil {
 		t.Errorf("still blocked once granted: %+v", rep.Findings)
 	}
 	if f.Owner == nil || !contains(strings.Join(f.Owner.Evidence, "\n"), "SubjectAccessReview: ServiceAccount "+ops+"/gadget-operator may patch configmaps") {
@@ -165,7 +166,7 @@ func TestExplainLoadBalancerCleanup(t *testing.T) {
 	}
 
 	rep := explainJSON(t, "service/shop-lb", "-n", ns)
-	f := findFinding(rep, diagnose.CauseLoadBalancerCleanup, "shop-lb")
+	f := plugintest.Find(rep, diagnose.CauseLoadBalancerCleanup, "shop-lb")
 	if f == nil || f.Catalog != "C7" || f.Severity != diagnose.SeverityBlocker {
 		t.Fatalf("no C7 blocker: %+v", rep.Findings)
 	}
@@ -176,7 +177,7 @@ func TestExplainLoadBalancerCleanup(t *testing.T) {
 	if !contains(f.Leaks, "the cloud load balancer (203.0.113.10)") || !contains(f.FixOwner, "cloud admin") {
 		t.Errorf("leaks %q, fix owner %q", f.Leaks, f.FixOwner)
 	}
-	if !isRoot(rep, diagnose.CauseLoadBalancerCleanup, "shop-lb") {
+	if plugintest.Root(rep, diagnose.CauseLoadBalancerCleanup, "shop-lb") == nil {
 		t.Errorf("root blockers = %+v", rep.RootBlockers)
 	}
 
@@ -189,14 +190,14 @@ func TestExplainLoadBalancerCleanup(t *testing.T) {
 	warningEvent(t, corev1.ObjectReference{APIVersion: "v1", Kind: "Service", Namespace: ns, Name: "shop-lb", UID: got.UID},
 		"ipallocator-repair-controller", "ClusterIPNotAllocated", "Cluster IP [IPv4]: 10.0.0.202 is not allocated; repairing")
 	rep = explainJSON(t, "service/shop-lb", "-n", ns)
-	if f := findFinding(rep, diagnose.CauseLoadBalancerCleanup, "shop-lb"); f == nil || f.Severity != diagnose.SeverityWaiting || f.Owner.State != diagnose.OwnerAlive || rep.Blocked {
+	if f := plugintest.Find(rep, diagnose.CauseLoadBalancerCleanup, "shop-lb"); f == nil || f.Severity != diagnose.SeverityWaiting || f.Owner.State != diagnose.OwnerAlive || rep.Blocked {
 		t.Fatalf("with a live cloud-controller-manager: %+v", rep.Findings)
 	}
 	// It runs but the cloud refuses: the warning events say why.
 	warningEvent(t, corev1.ObjectReference{APIVersion: "v1", Kind: "Service", Namespace: ns, Name: "shop-lb", UID: got.UID},
 		"service-controller", "DeletingLoadBalancerFailed", "Error deleting load balancer: AccessDenied: elasticloadbalancing:DeleteLoadBalancer")
 	rep = explainJSON(t, "service/shop-lb", "-n", ns)
-	f = findFinding(rep, diagnose.CauseLoadBalancerCleanup, "shop-lb")
+	f = plugintest.Find(rep, diagnose.CauseLoadBalancerCleanup, "shop-lb")
 	if f == nil || f.Severity != diagnose.SeverityBlocker || !contains(f.Message, "DeletingLoadBalancerFailed: Error deleting load balancer: AccessDenied") {
 		t.Fatalf("the cloud error is not reported: %+v", f)
 	}
@@ -236,7 +237,7 @@ func TestExplainJobTrackingFinalizer(t *testing.T) {
 	}
 
 	rep := explainJSON(t, "pod/"+pod.Name, "-n", ns)
-	f := findFinding(rep, diagnose.CauseJobTrackingPending, pod.Name)
+	f := plugintest.Find(rep, diagnose.CauseJobTrackingPending, pod.Name)
 	if f == nil || f.Catalog != "C8" || f.Severity != diagnose.SeverityBlocker || !contains(f.Message, "has never synced Job report") {
 		t.Fatalf("no C8 blocker: %+v", rep.Findings)
 	}
@@ -249,7 +250,7 @@ func TestExplainJobTrackingFinalizer(t *testing.T) {
 	}
 	// A finished pod waits on nobody but its finalizer: no node finding
 	// although its node does not exist.
-	if !isRoot(rep, diagnose.CauseJobTrackingPending, pod.Name) || findFinding(rep, diagnose.CausePodOnMissingNode, "") != nil {
+	if plugintest.Root(rep, diagnose.CauseJobTrackingPending, pod.Name) == nil || plugintest.Find(rep, diagnose.CausePodOnMissingNode, "") != nil {
 		t.Errorf("root blockers = %+v", rep.RootBlockers)
 	}
 
@@ -262,7 +263,7 @@ func TestExplainJobTrackingFinalizer(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep = explainJSON(t, "pod/"+pod.Name, "-n", ns)
-	f = findFinding(rep, diagnose.CauseJobTrackingPending, pod.Name)
+	f = plugintest.Find(rep, diagnose.CauseJobTrackingPending, pod.Name)
 	if f == nil || f.Severity != diagnose.SeverityWaiting || !contains(f.Message, "has counted the pod") || rep.Blocked {
 		t.Errorf("a counted pod is not waiting: %+v", rep.Findings)
 	}
@@ -300,17 +301,17 @@ func TestExplainServiceCIDRInUse(t *testing.T) {
 	}
 
 	rep := explainJSON(t, "servicecidr/"+name)
-	f := findFinding(rep, diagnose.CauseServiceCIDRInUse, name)
+	f := plugintest.Find(rep, diagnose.CauseServiceCIDRInUse, name)
 	if f == nil || f.Catalog != "C10" || f.Severity != diagnose.SeverityBlocker || !contains(f.Message, "1 IP address(es) in 10.123.0.0/24") {
 		t.Fatalf("no C10 blocker: %+v", rep.Findings)
 	}
-	ip := findFinding(rep, diagnose.CauseIPAddressAllocated, "10.123.0.10")
+	ip := plugintest.Find(rep, diagnose.CauseIPAddressAllocated, "10.123.0.10")
 	if ip == nil || !contains(ip.Message, "Service "+ns+"/legacy") {
 		t.Fatalf("the Service's address is not named: %+v", rep.Findings)
 	}
 	assertRemedy(t, ip, "kubectl delete service legacy -n "+ns)
 	assertRemedy(t, f, "add a ServiceCIDR that covers them")
-	if !contains(f.Leaks, "no ServiceCIDR covers") || !isRoot(rep, diagnose.CauseIPAddressAllocated, "10.123.0.10") {
+	if !contains(f.Leaks, "no ServiceCIDR covers") || plugintest.Root(rep, diagnose.CauseIPAddressAllocated, "10.123.0.10") == nil {
 		t.Errorf("leaks %q, roots %+v", f.Leaks, rep.RootBlockers)
 	}
 
@@ -324,7 +325,7 @@ func TestExplainServiceCIDRInUse(t *testing.T) {
 		return ignoreNotFound(err) == nil && err != nil, nil
 	})
 	rep = explainJSON(t, "servicecidr/"+name)
-	if f := findFinding(rep, diagnose.CauseServiceCIDRInUse, name); f == nil || f.Severity != diagnose.SeverityWaiting || len(f.Children) != 0 {
+	if f := plugintest.Find(rep, diagnose.CauseServiceCIDRInUse, name); f == nil || f.Severity != diagnose.SeverityWaiting || len(f.Children) != 0 {
 		t.Errorf("with no address left: %+v", rep.Findings)
 	}
 }
@@ -354,7 +355,7 @@ func TestExplainVolumeAttributesClassInUse(t *testing.T) {
 	}
 
 	rep := explainJSON(t, "volumeattributesclass/"+name)
-	f := findFinding(rep, diagnose.CauseVACInUse, name)
+	f := plugintest.Find(rep, diagnose.CauseVACInUse, name)
 	if f == nil || f.Catalog != "C11" || f.Severity != diagnose.SeverityBlocker || !contains(f.Message, "1 claim(s) or volume(s) still use") {
 		t.Fatalf("no C11 blocker: %+v", rep.Findings)
 	}
@@ -362,8 +363,8 @@ func TestExplainVolumeAttributesClassInUse(t *testing.T) {
 	if !contains(f.Leaks, "a class that no longer exists") {
 		t.Errorf("leaks = %q", f.Leaks)
 	}
-	claim := findFinding(rep, diagnose.CauseVACInUse, "db-data")
-	if claim == nil || !contains(claim.Message, "spec.volumeAttributesClassName") || !isRoot(rep, diagnose.CauseVACInUse, "db-data") {
+	claim := plugintest.Find(rep, diagnose.CauseVACInUse, "db-data")
+	if claim == nil || !contains(claim.Message, "spec.volumeAttributesClassName") || plugintest.Root(rep, diagnose.CauseVACInUse, "db-data") == nil {
 		t.Fatalf("the claim is not the root blocker: %+v", rep.RootBlockers)
 	}
 	assertRemedy(t, claim, "kubectl patch pvc db-data -n "+ns)
@@ -381,7 +382,7 @@ func TestExplainVolumeAttributesClassInUse(t *testing.T) {
 		return ignoreNotFound(err) == nil && err != nil, nil
 	})
 	rep = explainJSON(t, "volumeattributesclass/"+name)
-	if f := findFinding(rep, diagnose.CauseVACInUse, name); f == nil || f.Severity != diagnose.SeverityWaiting || len(f.Children) != 0 {
+	if f := plugintest.Find(rep, diagnose.CauseVACInUse, name); f == nil || f.Severity != diagnose.SeverityWaiting || len(f.Children) != 0 {
 		t.Errorf("with no claim left: %+v", rep.Findings)
 	}
 }
@@ -419,15 +420,15 @@ func TestExplainNodeFinalizer(t *testing.T) {
 	}
 
 	rep := explainJSON(t, "node/"+node)
-	f := findFinding(rep, diagnose.CauseNodeDrainBlocked, node)
+	f := plugintest.Find(rep, diagnose.CauseNodeDrainBlocked, node)
 	if f == nil || f.Catalog != "D5" || f.Severity != diagnose.SeverityBlocker || f.Owner == nil || f.Owner.Component != "Karpenter" || f.Owner.State != diagnose.OwnerAlive {
 		t.Fatalf("no D5 blocker with Karpenter alive: %+v", rep.Findings)
 	}
 	if !contains(f.Leaks, "the cloud instance") {
 		t.Errorf("leaks = %q", f.Leaks)
 	}
-	b := findFinding(rep, diagnose.CauseDrainBlockedByPDB, "db")
-	if b == nil || !contains(b.Message, "covers pod(s) db-0") || !isRoot(rep, diagnose.CauseDrainBlockedByPDB, "db") {
+	b := plugintest.Find(rep, diagnose.CauseDrainBlockedByPDB, "db")
+	if b == nil || !contains(b.Message, "covers pod(s) db-0") || plugintest.Root(rep, diagnose.CauseDrainBlockedByPDB, "db") == nil {
 		t.Fatalf("the budget is not the root blocker: %+v", rep.RootBlockers)
 	}
 	assertRemedy(t, b, "scale the workload up")
@@ -437,12 +438,12 @@ func TestExplainNodeFinalizer(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep = explainJSON(t, "node/"+node)
-	f = findFinding(rep, diagnose.CauseOwnerGone, node)
-	if f == nil || f.Catalog != "B1" || !contains(f.Message, "1 pod(s) still run on the node") || !isRoot(rep, diagnose.CauseOwnerGone, node) {
+	f = plugintest.Find(rep, diagnose.CauseOwnerGone, node)
+	if f == nil || f.Catalog != "B1" || !contains(f.Message, "1 pod(s) still run on the node") || plugintest.Root(rep, diagnose.CauseOwnerGone, node) == nil {
 		t.Fatalf("Karpenter gone is not the root blocker: %+v", rep.Findings)
 	}
 	assertRemedy(t, f, "reinstall or restart Karpenter")
-	if b := findFinding(rep, diagnose.CauseDrainBlockedByPDB, "db"); b == nil || b.Severity != diagnose.SeverityWarning {
+	if b := plugintest.Find(rep, diagnose.CauseDrainBlockedByPDB, "db"); b == nil || b.Severity != diagnose.SeverityWarning {
 		t.Errorf("the budget should be a warning while Karpenter is gone: %+v", b)
 	}
 }
@@ -497,7 +498,7 @@ func TestExplainCloneInProgress(t *testing.T) {
 	}
 
 	rep := explainJSON(t, "pvc/golden", "-n", ns)
-	f := findFinding(rep, diagnose.CauseCloneInProgress, "golden")
+	f := plugintest.Find(rep, diagnose.CauseCloneInProgress, "golden")
 	if f == nil || f.Catalog != "C6" || f.Severity != diagnose.SeverityBlocker || f.Owner == nil || f.Owner.State != diagnose.OwnerAlive {
 		t.Fatalf("no C6 blocker with a running provisioner: %+v", rep.Findings)
 	}
@@ -505,8 +506,8 @@ func TestExplainCloneInProgress(t *testing.T) {
 		t.Errorf("the provisioner was not found by its sidecar container: %+v", f.Owner)
 	}
 	assertRemedy(t, f, "finish or delete the clone claims")
-	clone := findFinding(rep, diagnose.CauseCloneInProgress, "golden-copy")
-	if clone == nil || !contains(clone.Message, "is still Pending") || !isRoot(rep, diagnose.CauseCloneInProgress, "golden-copy") {
+	clone := plugintest.Find(rep, diagnose.CauseCloneInProgress, "golden-copy")
+	if clone == nil || !contains(clone.Message, "is still Pending") || plugintest.Root(rep, diagnose.CauseCloneInProgress, "golden-copy") == nil {
 		t.Fatalf("the Pending clone is not the root blocker: %+v", rep.RootBlockers)
 	}
 	assertRemedy(t, clone, "kubectl delete pvc golden-copy -n "+ns)
@@ -541,7 +542,7 @@ func TestExplainVolumeDetachBlocked(t *testing.T) {
 	}
 
 	rep := explainJSON(t, "volumeattachment/"+name)
-	f := findFinding(rep, diagnose.CauseVolumeDetachBlocked, name)
+	f := plugintest.Find(rep, diagnose.CauseVolumeDetachBlocked, name)
 	if f == nil || f.Catalog != "C4" || f.Severity != diagnose.SeverityBlocker || f.Owner == nil || f.Owner.State != diagnose.OwnerAlive || f.Owner.Component != "CSI external-attacher" {
 		t.Fatalf("no C4 blocker with a running attacher: %+v", rep.Findings)
 	}
@@ -589,15 +590,15 @@ func TestExplainResourceClaimInUse(t *testing.T) {
 	}
 
 	rep := explainJSON(t, "resourceclaim/gpu", "-n", ns)
-	f := findFinding(rep, diagnose.CauseResourceClaimInUse, "gpu")
+	f := plugintest.Find(rep, diagnose.CauseResourceClaimInUse, "gpu")
 	if f == nil || f.Catalog != "C12" || f.Severity != diagnose.SeverityBlocker || !contains(f.Message, "allocated gpu.teardown.test/"+node+"/gpu-0") {
 		t.Fatalf("no C12 blocker: %+v", rep.Findings)
 	}
 	if !contains(f.Leaks, "devices still allocated") {
 		t.Errorf("leaks = %q", f.Leaks)
 	}
-	p := findFinding(rep, diagnose.CauseResourceClaimInUse, "trainer")
-	if p == nil || !isRoot(rep, diagnose.CauseResourceClaimInUse, "trainer") {
+	p := plugintest.Find(rep, diagnose.CauseResourceClaimInUse, "trainer")
+	if p == nil || plugintest.Root(rep, diagnose.CauseResourceClaimInUse, "trainer") == nil {
 		t.Fatalf("the pod is not the root blocker: %+v", rep.RootBlockers)
 	}
 	assertRemedy(t, p, "kubectl delete pod trainer -n "+ns)
@@ -610,7 +611,7 @@ func TestExplainResourceClaimInUse(t *testing.T) {
 		return ignoreNotFound(err) == nil && err != nil, nil
 	})
 	rep = explainJSON(t, "resourceclaim/gpu", "-n", ns)
-	if f := findFinding(rep, diagnose.CauseResourceClaimInUse, "gpu"); f == nil || f.Severity != diagnose.SeverityWaiting || !contains(f.Message, "drops the 1 reservation(s)") {
+	if f := plugintest.Find(rep, diagnose.CauseResourceClaimInUse, "gpu"); f == nil || f.Severity != diagnose.SeverityWaiting || !contains(f.Message, "drops the 1 reservation(s)") {
 		t.Errorf("with the pod gone: %+v", rep.Findings)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/teardown-dev/teardown/internal/diagnose"
+	"github.com/teardown-dev/teardown/internal/plugin/plugintest"
 	"github.com/teardown-dev/teardown/internal/testenv"
 )
 
@@ -36,10 +37,10 @@ func TestExplainAPIServiceUnavailable(t *testing.T) {
 	namespaceCondition(t, ns, "NamespaceDeletionDiscoveryFailure")
 	rep, f := explainUntil(t, 30*time.Second, diagnose.CauseAPIServiceUnavailable, api, "namespace/"+ns)
 	assertRemedy(t, f, "kubectl delete apiservice "+api)
-	if findFinding(rep, diagnose.CauseDiscoveryFailed, ns) == nil {
+	if plugintest.Find(rep, diagnose.CauseDiscoveryFailed, ns) == nil {
 		t.Errorf("no DiscoveryFailed finding for the namespace condition")
 	}
-	if !isRoot(rep, diagnose.CauseAPIServiceUnavailable, api) {
+	if plugintest.Root(rep, diagnose.CauseAPIServiceUnavailable, api) == nil {
 		t.Errorf("the APIService is not a root blocker: %+v", rep.RootBlockers)
 	}
 }
@@ -70,7 +71,7 @@ func TestExplainWebhookBlocksDelete(t *testing.T) {
 	namespaceCondition(t, ns, "NamespaceDeletionContentFailure")
 	rep, f := explainUntil(t, 30*time.Second, diagnose.CauseWebhookBlocksDelete, "dead-delete-hook", "namespace/"+ns)
 	assertRemedy(t, f, "validatingwebhookconfiguration dead-delete-hook")
-	if findFinding(rep, diagnose.CauseContentDeletionFailed, ns) == nil {
+	if plugintest.Find(rep, diagnose.CauseContentDeletionFailed, ns) == nil {
 		t.Errorf("no ContentDeletionFailed finding")
 	}
 }
@@ -87,10 +88,10 @@ func TestExplainContentRemaining(t *testing.T) {
 	deleteNamespace(t, ns)
 	rep, pod := explainUntil(t, 60*time.Second, diagnose.CausePodOnNotReadyNode, "web-0", "namespace/"+ns)
 	assertRemedy(t, pod, "node.kubernetes.io/out-of-service")
-	if f := findFinding(rep, diagnose.CauseContentWithoutFinalizers, "web-0"); f == nil || f.Catalog != "A7" {
+	if f := plugintest.Find(rep, diagnose.CauseContentWithoutFinalizers, "web-0"); f == nil || f.Catalog != "A7" {
 		t.Errorf("the pod is not reported as content remaining without finalizers: %+v", f)
 	}
-	if !isRoot(rep, diagnose.CausePodOnNotReadyNode, "web-0") {
+	if plugintest.Root(rep, diagnose.CausePodOnNotReadyNode, "web-0") == nil {
 		t.Errorf("the pod on the NotReady node is not a root blocker: %+v", rep.RootBlockers)
 	}
 	// Once the pod is gone, the rest of the content is deleted and the
@@ -103,7 +104,7 @@ func TestExplainContentRemaining(t *testing.T) {
 	if cm.Catalog != "A6" || len(cm.Children) == 0 || cm.Children[0].Finalizer != "example.com/held" {
 		t.Errorf("content with finalizers = %+v", cm)
 	}
-	if !isRoot(rep, diagnose.CauseOrphanFinalizer, "held") {
+	if plugintest.Root(rep, diagnose.CauseOrphanFinalizer, "held") == nil {
 		t.Errorf("the ConfigMap's orphan finalizer is not the root blocker: %+v", rep.RootBlockers)
 	}
 }
@@ -138,7 +139,7 @@ func TestExplainNamespaceMetadataFinalizer(t *testing.T) {
 		return err == nil && len(n.Spec.Finalizers) == 0, err
 	})
 	rep := explainJSON(t, "namespace/"+ns)
-	f := findFinding(rep, diagnose.CauseOwnerGone, ns)
+	f := plugintest.Find(rep, diagnose.CauseOwnerGone, ns)
 	if f == nil || f.Catalog != "A9" || f.Finalizer != "controller.cattle.io/namespace-auth" || f.Location != "metadata" {
 		t.Fatalf("no A9 finding for the Rancher finalizer: %+v", rep.Findings)
 	}
@@ -161,7 +162,7 @@ func TestExplainForeignSpecFinalizer(t *testing.T) {
 		return err == nil && len(n.Spec.Finalizers) == 1, err
 	})
 	rep := explainJSON(t, "namespace/"+ns)
-	f := findFinding(rep, diagnose.CauseForeignSpecFinalizer, ns)
+	f := plugintest.Find(rep, diagnose.CauseForeignSpecFinalizer, ns)
 	if f == nil || f.Finalizer != "openshift.io/origin" || f.Location != "spec" {
 		t.Fatalf("no ForeignSpecFinalizer finding: %+v", rep.Findings)
 	}
@@ -190,7 +191,7 @@ func TestExplainOwnerGone(t *testing.T) {
 	configMap(t, ns, "bucket", "bucket-operator", []string{"buckets.teardown.test/cleanup"})
 	deleteConfigMap(t, ns, "bucket", "")
 	rep := explainJSON(t, "configmap/bucket", "-n", ns)
-	f := findFinding(rep, diagnose.CauseOwnerGone, "bucket")
+	f := plugintest.Find(rep, diagnose.CauseOwnerGone, "bucket")
 	if f == nil {
 		t.Fatalf("no FinalizerOwnerGone: %+v", rep.Findings)
 	}
@@ -216,16 +217,16 @@ func TestExplainRemovalRejected(t *testing.T) {
 	t.Cleanup(func() {
 		_ = cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(context.Background(), "reject-updates", metav1.DeleteOptions{})
 		time.Sleep(2 * time.Second)
-		dropFinalizers(ns, "frozen")
+		plugintest.DropFinalizers(cs, ns, "frozen")
 	})
 	waitRejected(t, ns, "frozen")
 	deleteConfigMap(t, ns, "frozen", "")
 	rep := explainJSON(t, "configmap/frozen", "-n", ns)
-	f := findFinding(rep, diagnose.CauseRemovalRejected, "frozen")
+	f := plugintest.Find(rep, diagnose.CauseRemovalRejected, "frozen")
 	if f == nil || !contains(f.Message, "frozen by policy") {
 		t.Fatalf("no RemovalRejected with the webhook's message: %+v", rep.Findings)
 	}
-	if !isRoot(rep, diagnose.CauseRemovalRejected, "frozen") {
+	if plugintest.Root(rep, diagnose.CauseRemovalRejected, "frozen") == nil {
 		t.Errorf("the rejection is not the root blocker: %+v", rep.RootBlockers)
 	}
 	// release refuses to write what the server would reject.
@@ -242,12 +243,12 @@ func TestExplainOrphanFinalizer(t *testing.T) {
 	configMap(t, ns, "typo", "kubectl-edit", []string{"nobody.teardown.invalid/stale"})
 	deleteConfigMap(t, ns, "typo", "")
 	rep := explainJSON(t, "configmap/typo", "-n", ns)
-	f := findFinding(rep, diagnose.CauseOrphanFinalizer, "typo")
+	f := plugintest.Find(rep, diagnose.CauseOrphanFinalizer, "typo")
 	if f == nil || f.Catalog != "B5" {
 		t.Fatalf("no OrphanFinalizer: %+v", rep.Findings)
 	}
 	assertRemedy(t, f, "kubectl teardown release configmaps/typo -n "+ns+" --finalizer nobody.teardown.invalid/stale")
-	if !rep.Blocked || !isRoot(rep, diagnose.CauseOrphanFinalizer, "typo") {
+	if !rep.Blocked || plugintest.Root(rep, diagnose.CauseOrphanFinalizer, "typo") == nil {
 		t.Errorf("blocked=%v roots=%+v", rep.Blocked, rep.RootBlockers)
 	}
 }
@@ -267,14 +268,14 @@ func TestExplainForegroundChain(t *testing.T) {
 		return err == nil && c.DeletionTimestamp != nil, err
 	})
 	rep := explainJSON(t, "configmap/root", "-n", ns)
-	f := findFinding(rep, diagnose.CauseForegroundDependents, "root")
+	f := plugintest.Find(rep, diagnose.CauseForegroundDependents, "root")
 	if f == nil || f.Catalog != "E1" {
 		t.Fatalf("no ForegroundWaitingOnDependents: %+v", rep.Findings)
 	}
-	if findFinding(rep, "BlockingDependent", "child") == nil {
+	if plugintest.Find(rep, "BlockingDependent", "child") == nil {
 		t.Errorf("the child is not shown as the blocking dependent")
 	}
-	if !isRoot(rep, diagnose.CauseOrphanFinalizer, "child") {
+	if plugintest.Root(rep, diagnose.CauseOrphanFinalizer, "child") == nil {
 		t.Errorf("root blockers = %+v, want the child's orphan finalizer", rep.RootBlockers)
 	}
 	assertRemedy(t, f, "propagationPolicy=Background")
@@ -295,7 +296,7 @@ func TestExplainOrphanDependentUnpatchable(t *testing.T) {
 	waitRejected(t, ns, "dependent")
 	deleteConfigMap(t, ns, "owner", metav1.DeletePropagationOrphan)
 	rep := explainJSON(t, "configmap/owner", "-n", ns)
-	f := findFinding(rep, diagnose.CauseOrphanDependentUnpatchable, "dependent")
+	f := plugintest.Find(rep, diagnose.CauseOrphanDependentUnpatchable, "dependent")
 	if f == nil || f.Catalog != "E3" || !contains(f.Message, "dependents are frozen") {
 		t.Fatalf("no OrphanDependentUnpatchable: %+v", rep.Findings)
 	}
@@ -317,13 +318,13 @@ func TestExplainOwnerReferences(t *testing.T) {
 		cm.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "gone", UID: "00000000-0000-0000-0000-000000000001"}}
 	})
 	rep := explainJSON(t, "configmap/cross", "-n", b)
-	f := findFinding(rep, diagnose.CauseCrossNamespaceOwnerReference, "cross")
+	f := plugintest.Find(rep, diagnose.CauseCrossNamespaceOwnerReference, "cross")
 	if f == nil || !contains(f.Message, a) {
 		t.Fatalf("no CrossNamespaceOwnerReference naming %s: %+v", a, rep.Findings)
 	}
 	assertRemedy(t, f, "cannot cross namespaces")
 	rep = explainJSON(t, "configmap/dangling", "-n", b)
-	if f := findFinding(rep, diagnose.CauseDanglingOwnerReference, "dangling"); f == nil {
+	if f := plugintest.Find(rep, diagnose.CauseDanglingOwnerReference, "dangling"); f == nil {
 		t.Fatalf("no DanglingOwnerReference: %+v", rep.Findings)
 	}
 }
@@ -359,10 +360,10 @@ func TestExplainCRDStuckOnInstances(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep, f := explainUntil(t, 30*time.Second, diagnose.CauseCRDInstancesRemain, "gadgets."+group, "crd/gadgets."+group)
-	if !contains(f.Leaks, "come back when the CRD is reinstalled") || findFinding(rep, "BlockingDependent", "g1") == nil {
+	if !contains(f.Leaks, "come back when the CRD is reinstalled") || plugintest.Find(rep, "BlockingDependent", "g1") == nil {
 		t.Errorf("CRD finding = %+v", f)
 	}
-	if !isRoot(rep, diagnose.CauseOwnerUnknown, "g1") && !isRoot(rep, diagnose.CauseOrphanFinalizer, "g1") {
+	if plugintest.Root(rep, diagnose.CauseOwnerUnknown, "g1") == nil && plugintest.Root(rep, diagnose.CauseOrphanFinalizer, "g1") == nil {
 		t.Errorf("root blockers = %+v, want the gadget's finalizer", rep.RootBlockers)
 	}
 	r := cli(t, "", nil, "release", "crd/gadgets."+group, "--finalizer", "customresourcecleanup.apiextensions.k8s.io", "--reason", "test", "--yes", "--audit-log", t.TempDir()+"/a.jsonl")

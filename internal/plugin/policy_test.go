@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/teardown-dev/teardown/internal/diagnose"
+	"github.com/teardown-dev/teardown/internal/plugin/plugintest"
 	"github.com/teardown-dev/teardown/pkg/finalizer"
 )
 
@@ -55,7 +56,7 @@ func TestExplainNamesTeardownPolicy(t *testing.T) {
 	}
 	deleteConfigMap(t, ns, "web", "")
 	rep := explainJSON(t, "configmap/web", "-n", ns)
-	f := findFinding(rep, diagnose.CauseOwnerGone, "web")
+	f := plugintest.Find(rep, diagnose.CauseOwnerGone, "web")
 	if f == nil || f.Owner == nil || f.Owner.Source != diagnose.SourcePolicy || !strings.Contains(f.Owner.Component, "TeardownPolicy "+ns+"/dns") {
 		t.Fatalf("the policy is not named as the owner: %+v", rep.Findings)
 	}

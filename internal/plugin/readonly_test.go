@@ -7,52 +7,16 @@ package plugin
 
 import (
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 
 	"github.com/teardown-dev/teardown/internal/diagnose"
+	"github.com/teardown-dev/teardown/internal/plugin/plugintest"
 )
-
-// readOnlyKubeconfig writes a kubeconfig for a ServiceAccount that may only
-// get, list and watch.
-func readOnlyKubeconfig(t *testing.T) string {
-	t.Helper()
-	ctx := t.Context()
-	name := "teardown-readonly"
-	_, _ = cs.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-	_, _ = cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}}}}, metav1.CreateOptions{})
-	_, _ = cs.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
-		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: name},
-		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: "default"}}}, metav1.CreateOptions{})
-	tok, err := cs.CoreV1().ServiceAccounts("default").CreateToken(ctx, name, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("requesting a token: %v", err)
-	}
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["ro"] = &clientcmdapi.AuthInfo{Token: tok.Status.Token}
-	kc.Contexts["ro"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "ro"}
-	kc.CurrentContext = "ro"
-	path := filepath.Join(t.TempDir(), "readonly.kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		t.Fatal(err)
-	}
-	// RBAC is cached by the authorizer briefly.
-	time.Sleep(time.Second)
-	return path
-}
 
 // explain, status and plan never write to the cluster: with an admin they
 // send only GETs and server-side dry-runs, and a user who may only read gets
@@ -81,7 +45,7 @@ func TestReadOnlyCommandsNeverWrite(t *testing.T) {
 		{"plan", "configmap/root", "-n", ns, "--cascade", "foreground"},
 		{"plan", "namespace/" + ns, "-o", "json"},
 	}
-	ro := readOnlyKubeconfig(t)
+	ro := plugintest.ReadOnlyKubeconfig(t, cfg, cs, "teardown-readonly")
 	for _, args := range commands {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			log := &requestLog{}

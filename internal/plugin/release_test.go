@@ -27,6 +27,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/teardown-dev/teardown/internal/diagnose"
+	"github.com/teardown-dev/teardown/internal/plugin/plugintest"
 	"github.com/teardown-dev/teardown/internal/testenv"
 )
 
@@ -305,12 +306,12 @@ func TestReleaseForceThenOrphansInDeletedNamespace(t *testing.T) {
 		return apierrors.IsNotFound(err), nil
 	})
 	rep := explainJSON(t, "namespace/"+ns)
-	f := findFinding(rep, diagnose.CauseOrphanedContent, ns)
+	f := plugintest.Find(rep, diagnose.CauseOrphanedContent, ns)
 	if f == nil || f.Catalog != "A12" || !rep.Blocked {
 		t.Fatalf("no A12 finding: %+v", rep)
 	}
 	assertRemedy(t, f, "kubectl create namespace "+ns)
-	if findFinding(rep, diagnose.CauseOrphanedContent, "leftover") == nil {
+	if plugintest.Find(rep, diagnose.CauseOrphanedContent, "leftover") == nil {
 		t.Errorf("the leftover ConfigMap is not listed: %+v", f.Children)
 	}
 	t.Cleanup(func() {

@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
 
+	"github.com/teardown-dev/teardown/internal/plugin/plugintest"
 	"github.com/teardown-dev/teardown/internal/testenv"
 )
 
@@ -44,15 +45,8 @@ func configMap(t *testing.T, ns, name, manager string, finalizers []string, muta
 	if err != nil {
 		t.Fatalf("creating ConfigMap %s/%s: %v", ns, name, err)
 	}
-	t.Cleanup(func() { dropFinalizers(ns, name) })
+	t.Cleanup(func() { plugintest.DropFinalizers(cs, ns, name) })
 	return got
-}
-
-// dropFinalizers lets a test's objects go at the end.
-func dropFinalizers(ns, name string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	_, _ = cs.CoreV1().ConfigMaps(ns).Patch(ctx, name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
 }
 
 func deleteConfigMap(t *testing.T, ns, name string, policy metav1.DeletionPropagation) {

@@ -21,6 +21,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/utils/ptr"
 
+	"github.com/teardown-dev/teardown/internal/plugin/plugintest"
 	"github.com/teardown-dev/teardown/internal/testenv"
 	"github.com/teardown-dev/teardown/pkg/finalizer"
 )
@@ -161,7 +162,7 @@ func TestStatusWatch(t *testing.T) {
 	testenv.Eventually(t, 6*time.Second, "two refreshes", func(context.Context) (bool, error) {
 		return strings.Count(out.String(), "soon-gone") >= 2, nil
 	})
-	dropFinalizers(ns, "soon-gone")
+	plugintest.DropFinalizers(cs, ns, "soon-gone")
 	testenv.Eventually(t, 6*time.Second, "a refresh without it", func(context.Context) (bool, error) {
 		return strings.HasSuffix(strings.TrimSpace(out.String()), "Nothing is terminating in namespace "+ns+"."), nil
 	})

@@ -11,7 +11,6 @@ import (
 	"flag"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,6 +26,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/teardown-dev/teardown/internal/diagnose"
+	"github.com/teardown-dev/teardown/internal/plugin/plugintest"
 	"github.com/teardown-dev/teardown/internal/testenv"
 )
 
@@ -40,13 +40,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	flag.Parse()
-	if os.Getenv("TEARDOWN_PLUGIN_UNIT_ONLY") != "" {
-		os.Exit(m.Run())
-	}
 	// The teardown.dev CRDs, so explain can name the policy that owns a
 	// finalizer.
-	testenv.Main(m, testenv.Options{CRDDirectoryPaths: []string{"../../config/crd/bases"}}, func(e *testenv.Env) {
+	plugintest.Main(m, testenv.Options{CRDDirectoryPaths: []string{"../../config/crd/bases"}}, func(e *testenv.Env) {
 		cfg = e.Config
 		kubeconfigPath = e.Kubeconfig
 		cs = kubernetes.NewForConfigOrDie(cfg)
@@ -56,9 +52,7 @@ func TestMain(m *testing.M) {
 // needCluster skips tests that need the control plane in unit-only runs.
 func needCluster(t *testing.T) {
 	t.Helper()
-	if cs == nil {
-		t.Skip("no control plane (TEARDOWN_PLUGIN_UNIT_ONLY)")
-	}
+	plugintest.NeedCluster(t, cs)
 }
 
 var nsCounter atomic.Int64
@@ -150,19 +144,6 @@ func explainJSON(t *testing.T, args ...string) *diagnose.Report {
 	return rep
 }
 
-// findFinding returns the first finding with cause about an object named
-// name ("" for any).
-func findFinding(rep *diagnose.Report, cause, name string) *diagnose.Finding {
-	var got *diagnose.Finding
-	diagnose.WalkFindings(rep.Findings, func(f *diagnose.Finding) {
-		if got == nil && f.Cause == cause && (name == "" || (f.Object != nil && f.Object.Name == name)) {
-			c := *f
-			got = &c
-		}
-	})
-	return got
-}
-
 // explainUntil polls explain until a finding with cause about name appears.
 func explainUntil(t *testing.T, timeout time.Duration, cause, name string, args ...string) (*diagnose.Report, *diagnose.Finding) {
 	t.Helper()
@@ -171,12 +152,11 @@ func explainUntil(t *testing.T, timeout time.Duration, cause, name string, args 
 	deadline := time.Now().Add(timeout)
 	for {
 		rep = explainJSON(t, args...)
-		if f = findFinding(rep, cause, name); f != nil {
+		if f = plugintest.Find(rep, cause, name); f != nil {
 			return rep, f
 		}
 		if time.Now().After(deadline) {
-			data, _ := json.MarshalIndent(rep, "", "  ")
-			t.Fatalf("explain %v never reported %s on %q:\n%s", args, cause, name, data)
+			t.Fatalf("explain %v never reported %s on %q:\n%s", args, cause, name, plugintest.Dump(rep))
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
@@ -188,15 +168,6 @@ func assertRemedy(t *testing.T, f *diagnose.Finding, want string) {
 	if f.Remedy == "" || !strings.Contains(f.Remedy, want) {
 		t.Errorf("%s remedy = %q, want it to mention %q", f.Cause, f.Remedy, want)
 	}
-}
-
-func isRoot(rep *diagnose.Report, cause, name string) bool {
-	for _, r := range rep.RootBlockers {
-		if r.Cause == cause && (name == "" || (r.Object != nil && r.Object.Name == name)) {
-			return true
-		}
-	}
-	return false
 }
 
 func ignoreNotFound(err error) error {

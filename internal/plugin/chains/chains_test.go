@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/teardown-dev/teardown/internal/diagnose"
+	"github.com/teardown-dev/teardown/internal/plugin/plugintest"
 )
 
 // notReadyNode creates a Node whose kubelet stopped reporting, as the node
@@ -48,7 +49,7 @@ func notReadyNode(t *testing.T, name string) {
 // volume.
 func TestExplainVolumeChainToPod(t *testing.T) {
 	needCluster(t)
-	ns := newNamespace(t, "db")
+	ns := plugintest.NewNamespace(t, cs, "db")
 	node, pvName := "node-"+ns, "pv-"+ns
 	notReadyNode(t, node)
 	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: pvName},
@@ -99,7 +100,7 @@ func TestExplainVolumeChainToPod(t *testing.T) {
 	}
 	// The pod runs: it is the root, not being deleted.
 	rep := explainUntil(t, 60*time.Second, diagnose.CausePVCInUse, "db-0", "pv/"+pvName)
-	if r := root(rep, diagnose.CausePVCInUse, "db-0"); len(rep.RootBlockers) != 1 || !strings.Contains(r.Message, "uses the claim and is not being deleted") ||
+	if r := plugintest.Root(rep, diagnose.CausePVCInUse, "db-0"); len(rep.RootBlockers) != 1 || !strings.Contains(r.Message, "uses the claim and is not being deleted") ||
 		!strings.Contains(r.Remedy, "kubectl delete pod db-0 -n "+ns) {
 		t.Errorf("root blockers = %+v", rep.RootBlockers)
 	}
@@ -111,16 +112,16 @@ func TestExplainVolumeChainToPod(t *testing.T) {
 	if len(rep.RootBlockers) != 1 {
 		t.Errorf("root blockers = %+v, want only the pod", rep.RootBlockers)
 	}
-	pvf := find(rep, diagnose.CausePVBound, pvName)
-	claim := find(rep, diagnose.CauseBoundClaimTerminating, "data")
-	user := find(rep, diagnose.CausePVCInUse, "db-0")
+	pvf := plugintest.Find(rep, diagnose.CausePVBound, pvName)
+	claim := plugintest.Find(rep, diagnose.CauseBoundClaimTerminating, "data")
+	user := plugintest.Find(rep, diagnose.CausePVCInUse, "db-0")
 	if pvf == nil || claim == nil || user == nil {
-		t.Fatalf("the chain PV → claim → pod is not in the report:\n%s", dump(rep))
+		t.Fatalf("the chain PV → claim → pod is not in the report:\n%s", plugintest.Dump(rep))
 	}
 	if !strings.Contains(claim.Message, "kubernetes.io/pvc-protection") || !strings.Contains(user.Message, "is being deleted") {
 		t.Errorf("claim %q, pod %q", claim.Message, user.Message)
 	}
-	r := root(rep, diagnose.CausePodOnNotReadyNode, "db-0")
+	r := plugintest.Root(rep, diagnose.CausePodOnNotReadyNode, "db-0")
 	if !strings.Contains(r.Message, "node "+node+" is Ready=Unknown") || !strings.Contains(r.Remedy, "kubectl taint node "+node) {
 		t.Errorf("root = %+v", r)
 	}

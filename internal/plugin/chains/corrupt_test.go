@@ -22,6 +22,7 @@ import (
 
 	"github.com/teardown-dev/teardown/internal/diagnose"
 	"github.com/teardown-dev/teardown/internal/plugin"
+	"github.com/teardown-dev/teardown/internal/plugin/plugintest"
 	"github.com/teardown-dev/teardown/internal/testenv"
 )
 
@@ -50,7 +51,7 @@ func corruptInEtcd(t *testing.T, key string) {
 func TestExplainCorruptObject(t *testing.T) {
 	needCluster(t)
 	ctx := t.Context()
-	ns := newNamespace(t, "ledger")
+	ns := plugintest.NewNamespace(t, cs, "ledger")
 	if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "accounts"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -62,9 +63,9 @@ func TestExplainCorruptObject(t *testing.T) {
 	})
 
 	rep := explain(t, plugin.ExitBlocked, "configmap/accounts", "-n", ns)
-	f := root(rep, diagnose.CauseCorruptObject, "accounts")
+	f := plugintest.Root(rep, diagnose.CauseCorruptObject, "accounts")
 	if !rep.Unreadable || f == nil || f.Catalog != "F1" || len(rep.RootBlockers) != 1 {
-		t.Fatalf("no F1 root blocker:\n%s", dump(rep))
+		t.Fatalf("no F1 root blocker:\n%s", plugintest.Dump(rep))
 	}
 	checkCorruptFinding(t, f, ns)
 	text(t, "explain-corrupt.txt", "explain", "configmap/accounts", "-n", ns)
@@ -89,14 +90,14 @@ func TestExplainCorruptObject(t *testing.T) {
 	if len(rep.RootBlockers) != 1 {
 		t.Errorf("root blockers = %+v, want only the corrupt object", rep.RootBlockers)
 	}
-	if cf := find(rep, diagnose.CauseContentDeletionFailed, ns); cf == nil || cf.Catalog != "F1" || strings.Contains(cf.Remedy, "webhook") {
+	if cf := plugintest.Find(rep, diagnose.CauseContentDeletionFailed, ns); cf == nil || cf.Catalog != "F1" || strings.Contains(cf.Remedy, "webhook") {
 		t.Errorf("the namespace controller's failure is not filed under F1: %+v", cf)
 	}
-	f = root(rep, diagnose.CauseCorruptObject, "accounts")
+	f = plugintest.Root(rep, diagnose.CauseCorruptObject, "accounts")
 	checkCorruptFinding(t, f, ns)
 	r := text(t, "explain-corrupt-namespace.txt", "explain", "namespace/"+ns)
-	if strings.Contains(r.out, "webhook") {
-		t.Errorf("explain blames a webhook:\n%s", r.out)
+	if strings.Contains(r.Out, "webhook") {
+		t.Errorf("explain blames a webhook:\n%s", r.Out)
 	}
 
 	// The remedy, run as printed.

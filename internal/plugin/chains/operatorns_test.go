@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/teardown-dev/teardown/internal/diagnose"
+	"github.com/teardown-dev/teardown/internal/plugin/plugintest"
 )
 
 // Family 4: the operator ran in the namespace being deleted, and the
@@ -28,7 +29,7 @@ import (
 // test checks), and how to run it from elsewhere, not "reinstall it".
 func TestExplainOperatorGoneWithItsNamespace(t *testing.T) {
 	needCluster(t)
-	ns := newNamespace(t, "widgets")
+	ns := plugintest.NewNamespace(t, cs, "widgets")
 	ctx := t.Context()
 	if _, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "widget-operator"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -60,7 +61,7 @@ func TestExplainOperatorGoneWithItsNamespace(t *testing.T) {
 	if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{FieldManager: "widget-operator"}); err != nil {
 		t.Fatal(err)
 	}
-	releaseConfigMap(t, ns, "widget-state")
+	t.Cleanup(func() { plugintest.DropFinalizers(cs, ns, "widget-state") })
 	if err := cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +76,7 @@ func TestExplainOperatorGoneWithItsNamespace(t *testing.T) {
 	}
 
 	rep := explainUntil(t, 60*time.Second, diagnose.CauseOwnerInTerminatingNamespace, "widget-state", "namespace/"+ns)
-	f := root(rep, diagnose.CauseOwnerInTerminatingNamespace, "widget-state")
+	f := plugintest.Root(rep, diagnose.CauseOwnerInTerminatingNamespace, "widget-state")
 	for _, want := range []string{"ran in namespace " + ns, "ClusterRoleBinding " + crName + " still grants ServiceAccount " + ns + "/widget-operator", "cannot be reinstalled there, as a Terminating namespace refuses new objects"} {
 		if !strings.Contains(f.Message, want) {
 			t.Errorf("message %q lacks %q", f.Message, want)

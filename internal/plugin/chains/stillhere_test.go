@@ -18,6 +18,7 @@ import (
 
 	"github.com/teardown-dev/teardown/internal/diagnose"
 	"github.com/teardown-dev/teardown/internal/plugin"
+	"github.com/teardown-dev/teardown/internal/plugin/plugintest"
 )
 
 // Family 5, "why is it still here": a ConfigMap that is not being deleted,
@@ -30,13 +31,13 @@ import (
 func TestExplainStillHereBecauseOwnerHeld(t *testing.T) {
 	needCluster(t)
 	ctx := t.Context()
-	ns := newNamespace(t, "shop")
+	ns := plugintest.NewNamespace(t, cs, "shop")
 	owner, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "shop-config", Finalizers: []string{"shop.teardown.test/backup"}}},
 		metav1.CreateOptions{FieldManager: "kubectl-edit"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	releaseConfigMap(t, ns, "shop-config")
+	t.Cleanup(func() { plugintest.DropFinalizers(cs, ns, "shop-config") })
 	dep := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "shop-cache", Namespace: ns,
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "shop-config", UID: owner.UID}}}}
 	if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, dep, metav1.CreateOptions{}); err != nil {
@@ -50,15 +51,15 @@ func TestExplainStillHereBecauseOwnerHeld(t *testing.T) {
 	if rep.Terminating || !rep.Blocked {
 		t.Errorf("terminating %v, blocked %v", rep.Terminating, rep.Blocked)
 	}
-	top := find(rep, diagnose.CauseNotTerminating, "shop-cache")
-	held := find(rep, diagnose.CauseOwnerBeingDeleted, "shop-config")
+	top := plugintest.Find(rep, diagnose.CauseNotTerminating, "shop-cache")
+	held := plugintest.Find(rep, diagnose.CauseOwnerBeingDeleted, "shop-config")
 	if top == nil || held == nil || !strings.Contains(top.Message, "is not being deleted itself; 1 of its owners are") {
-		t.Fatalf("no NotTerminating → OwnerBeingDeleted chain:\n%s", dump(rep))
+		t.Fatalf("no NotTerminating → OwnerBeingDeleted chain:\n%s", plugintest.Dump(rep))
 	}
 	if !strings.Contains(held.Message, "held by finalizers [shop.teardown.test/backup]: the garbage collector deletes this object only once the owner is gone") {
 		t.Errorf("owner finding: %q", held.Message)
 	}
-	r := root(rep, diagnose.CauseOrphanFinalizer, "shop-config")
+	r := plugintest.Root(rep, diagnose.CauseOrphanFinalizer, "shop-config")
 	if r == nil || len(rep.RootBlockers) != 1 || r.Finalizer != "shop.teardown.test/backup" {
 		t.Fatalf("root blockers = %+v, want the owner's orphan finalizer", rep.RootBlockers)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/teardown-dev/teardown/internal/diagnose"
 	"github.com/teardown-dev/teardown/internal/plugin"
+	"github.com/teardown-dev/teardown/internal/plugin/plugintest"
 )
 
 // Family 5, "why did it vanish": a ConfigMap whose ownerReference names an
@@ -27,7 +28,7 @@ import (
 func TestExplainVanished(t *testing.T) {
 	needCluster(t)
 	ctx := t.Context()
-	home, elsewhere := newNamespace(t, "web"), newNamespace(t, "platform")
+	home, elsewhere := plugintest.NewNamespace(t, cs, "web"), plugintest.NewNamespace(t, cs, "platform")
 	owner, err := cs.CoreV1().ConfigMaps(elsewhere).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "frontend"}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -46,9 +47,9 @@ func TestExplainVanished(t *testing.T) {
 	if !rep.Absent || rep.Blocked || rep.Terminating {
 		t.Errorf("absent %v, blocked %v, terminating %v", rep.Absent, rep.Blocked, rep.Terminating)
 	}
-	f := find(rep, diagnose.CauseCrossNamespaceOwnerReference, "frontend-config")
+	f := plugintest.Find(rep, diagnose.CauseCrossNamespaceOwnerReference, "frontend-config")
 	if f == nil || f.Catalog != "E4" {
-		t.Fatalf("no E4 finding from the garbage collector's Event:\n%s", dump(rep))
+		t.Fatalf("no E4 finding from the garbage collector's Event:\n%s", plugintest.Dump(rep))
 	}
 	for _, want := range []string{"the garbage collector deleted it", "(that owner lives in namespace " + elsewhere + ")", "Warning Event OwnerRefInvalidNamespace from garbage-collector-controller", string(owner.UID)} {
 		if !strings.Contains(f.Message, want) {
@@ -59,12 +60,12 @@ func TestExplainVanished(t *testing.T) {
 		t.Errorf("remedy %q", f.Remedy)
 	}
 	r := text(t, "explain-vanished.txt", "explain", "configmap/frontend-config", "-n", home)
-	if r.code != plugin.ExitError || !strings.Contains(r.out, "does not exist") || !strings.Contains(r.err, "not found") {
-		t.Errorf("text: exit %d\n%s%s", r.code, r.out, r.err)
+	if r.Code != plugin.ExitError || !strings.Contains(r.Out, "does not exist") || !strings.Contains(r.Err, "not found") {
+		t.Errorf("text: exit %d\n%s%s", r.Code, r.Out, r.Err)
 	}
 
 	// Its namespace went, and everything in it.
-	gone := newNamespace(t, "gone")
+	gone := plugintest.NewNamespace(t, cs, "gone")
 	if _, err := cs.CoreV1().ConfigMaps(gone).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "note"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -76,12 +77,12 @@ func TestExplainVanished(t *testing.T) {
 		return apierrors.IsNotFound(err), nil
 	})
 	rep = explain(t, plugin.ExitError, "configmap/note", "-n", gone)
-	if f := find(rep, diagnose.CauseNamespaceDeleted, gone); f == nil || !rep.Absent {
-		t.Errorf("no NamespaceDeleted finding:\n%s", dump(rep))
+	if f := plugintest.Find(rep, diagnose.CauseNamespaceDeleted, gone); f == nil || !rep.Absent {
+		t.Errorf("no NamespaceDeleted finding:\n%s", plugintest.Dump(rep))
 	}
 	// Nothing at all is known of a name that never existed.
 	rep = explain(t, plugin.ExitError, "configmap/never-was", "-n", home)
-	if f := find(rep, diagnose.CauseNoTrace, "never-was"); f == nil {
-		t.Errorf("no NoTrace finding:\n%s", dump(rep))
+	if f := plugintest.Find(rep, diagnose.CauseNoTrace, "never-was"); f == nil {
+		t.Errorf("no NoTrace finding:\n%s", plugintest.Dump(rep))
 	}
 }

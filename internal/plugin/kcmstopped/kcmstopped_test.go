@@ -6,12 +6,8 @@ SPDX-License-Identifier: Apache-2.0
 package kcmstopped
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -22,16 +18,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
 	"github.com/teardown-dev/teardown/internal/diagnose"
 	"github.com/teardown-dev/teardown/internal/plugin"
+	"github.com/teardown-dev/teardown/internal/plugin/plugintest"
 	"github.com/teardown-dev/teardown/internal/testenv"
 )
-
-var record = flag.Bool("record", false, "write the text output of the commands to ../testdata/docs, for docs/cli.md")
 
 // leaseDuration is kube-controller-manager's --leader-elect-lease-duration
 // here (15s by default), so that its Lease is past it seconds after it stops.
@@ -48,10 +42,7 @@ var (
 // the namespace controller: what it is asked to remove stays, whether it
 // runs or not, so the same objects are explained before and after it stops.
 func TestMain(m *testing.M) {
-	if os.Getenv("TEARDOWN_PLUGIN_UNIT_ONLY") != "" {
-		os.Exit(m.Run())
-	}
-	testenv.Main(m, testenv.Options{
+	plugintest.Main(m, testenv.Options{
 		Controllers:           []string{"clusterrole-aggregation"},
 		ControllerManagerArgs: testenv.LeaderElection(leaseDuration),
 	}, func(e *testenv.Env) {
@@ -60,16 +51,9 @@ func TestMain(m *testing.M) {
 	})
 }
 
-type result struct {
-	out, err string
-	code     int
-}
-
 // run runs kubectl-teardown against this control plane.
-func run(args ...string) result {
-	var out, errOut bytes.Buffer
-	code := plugin.Execute(genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &errOut}, append([]string{"--kubeconfig", kubeconfig}, args...))
-	return result{out.String(), errOut.String(), code}
+func run(args ...string) plugintest.Result {
+	return plugintest.Run(plugin.Execute, kubeconfig, args...)
 }
 
 // explain runs explain -o json on target (with -n ns when ns is set).
@@ -80,51 +64,19 @@ func explain(t *testing.T, target, ns string) (*diagnose.Report, int) {
 		args = append(args, "-n", ns)
 	}
 	r := run(args...)
-	if r.code != plugin.ExitOK && r.code != plugin.ExitBlocked {
-		t.Fatalf("explain %s: exit %d: %s", target, r.code, r.err)
+	if r.Code != plugin.ExitOK && r.Code != plugin.ExitBlocked {
+		t.Fatalf("explain %s: exit %d: %s", target, r.Code, r.Err)
 	}
-	rep := &diagnose.Report{}
-	if err := json.Unmarshal([]byte(r.out), rep); err != nil {
-		t.Fatalf("decoding explain's JSON: %v\n%s", err, r.out)
-	}
-	return rep, r.code
+	return plugintest.DecodeReport(t, r), r.Code
 }
 
 // text runs explain (or status) in its text form and records it with
 // -record.
-func text(t *testing.T, file string, args ...string) result {
+func text(t *testing.T, file string, args ...string) plugintest.Result {
 	t.Helper()
 	r := run(args...)
-	if *record {
-		var b bytes.Buffer
-		b.WriteString("$ kubectl teardown " + strings.Join(args, " ") + "\n")
-		b.WriteString(r.out)
-		b.WriteString(r.err)
-		if r.code != 0 {
-			b.WriteString("(exit code " + string(rune('0'+r.code)) + ")\n")
-		}
-		if err := os.WriteFile(filepath.Join("..", "testdata", "docs", file), b.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	plugintest.Record(t, file, r, args...)
 	return r
-}
-
-func dump(rep *diagnose.Report) string {
-	data, _ := json.MarshalIndent(rep, "", "  ")
-	return string(data)
-}
-
-func find(fs []diagnose.Finding, cause string) *diagnose.Finding {
-	for i := range fs {
-		if fs[i].Cause == cause {
-			return &fs[i]
-		}
-		if f := find(fs[i].Children, cause); f != nil {
-			return f
-		}
-	}
-	return nil
 }
 
 func rootCauses(rep *diagnose.Report) []string {
@@ -143,18 +95,18 @@ func kcm(t *testing.T, rep *diagnose.Report) diagnose.ControllerLiveness {
 			return c
 		}
 	}
-	t.Fatalf("no kube-controller-manager liveness in the report:\n%s", dump(rep))
+	t.Fatalf("no kube-controller-manager liveness in the report:\n%s", plugintest.Dump(rep))
 	return diagnose.ControllerLiveness{}
 }
 
 func statusBlockers(t *testing.T) map[string]string {
 	t.Helper()
 	r := run("status", "-A", "-o", "json")
-	if r.code != plugin.ExitOK {
-		t.Fatalf("status: exit %d: %s", r.code, r.err)
+	if r.Code != plugin.ExitOK {
+		t.Fatalf("status: exit %d: %s", r.Code, r.Err)
 	}
 	st := &plugin.StatusReport{}
-	if err := json.Unmarshal([]byte(r.out), st); err != nil {
+	if err := json.Unmarshal([]byte(r.Out), st); err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]string{}
@@ -196,9 +148,7 @@ var notRenewing = regexp.MustCompile(`kube-controller-manager is not renewing it
 // renewing) the answers are the old ones. With the Lease gone, explain says
 // it cannot tell, unless the control plane is seen to elect leaders.
 func TestControllerManagerStopped(t *testing.T) {
-	if cs == nil {
-		t.Skip("no control plane (TEARDOWN_PLUGIN_UNIT_ONLY)")
-	}
+	plugintest.NeedCluster(t, cs)
 	ctx := t.Context()
 	testenv.Eventually(t, 60*time.Second, "kube-controller-manager to hold its Lease", func(ctx context.Context) (bool, error) {
 		l, err := cs.CoordinationV1().Leases("kube-system").Get(ctx, "kube-controller-manager", metav1.GetOptions{})
@@ -237,21 +187,21 @@ func TestControllerManagerStopped(t *testing.T) {
 	// owner with a blocking dependent waits on it (E1).
 	rep, code := explain(t, "namespace/shop", "")
 	if l := kcm(t, rep); l.State != diagnose.LivenessRenewing || l.Clock != diagnose.ClockAPIServer || code != plugin.ExitOK || rep.Blocked {
-		t.Fatalf("renewing, namespace (exit %d):\n%s", code, dump(rep))
+		t.Fatalf("renewing, namespace (exit %d):\n%s", code, plugintest.Dump(rep))
 	}
-	if f := find(rep.Findings, "NamespaceContentCleanup"); f == nil || f.Owner.State != diagnose.OwnerAlive || !strings.Contains(f.Owner.Evidence[0], "and renewing: renewed ") {
+	if f := plugintest.Find(rep, "NamespaceContentCleanup", ""); f == nil || f.Owner.State != diagnose.OwnerAlive || !strings.Contains(f.Owner.Evidence[0], "and renewing: renewed ") {
 		t.Errorf("renewing, namespace owner: %+v", f)
 	}
 	rep, code = explain(t, "configmap/sidecar", "web")
-	if f := find(rep.Findings, diagnose.CauseGCIdle); f == nil || f.Severity != diagnose.SeverityWaiting || code != plugin.ExitOK || f.Owner.State != diagnose.OwnerAlive {
-		t.Errorf("renewing, foreground owner without blocking dependents (exit %d):\n%s", code, dump(rep))
+	if f := plugintest.Find(rep, diagnose.CauseGCIdle, ""); f == nil || f.Severity != diagnose.SeverityWaiting || code != plugin.ExitOK || f.Owner.State != diagnose.OwnerAlive {
+		t.Errorf("renewing, foreground owner without blocking dependents (exit %d):\n%s", code, plugintest.Dump(rep))
 	}
 	rep, code = explain(t, "configmap/frontend", "web")
-	if f := find(rep.Findings, diagnose.CauseForegroundDependents); f == nil || code != plugin.ExitBlocked || find(rep.Findings, diagnose.CauseGCIdle) != nil {
-		t.Errorf("renewing, foreground owner with a blocking dependent (exit %d):\n%s", code, dump(rep))
+	if f := plugintest.Find(rep, diagnose.CauseForegroundDependents, ""); f == nil || code != plugin.ExitBlocked || plugintest.Find(rep, diagnose.CauseGCIdle, "") != nil {
+		t.Errorf("renewing, foreground owner with a blocking dependent (exit %d):\n%s", code, plugintest.Dump(rep))
 	}
-	if r := text(t, "explain-kcm-renewing.txt", "explain", "namespace/shop"); r.code != plugin.ExitOK || !strings.Contains(r.out, "PROGRESSING: nothing is blocked") {
-		t.Errorf("renewing, text (exit %d):\n%s", r.code, r.out)
+	if r := text(t, "explain-kcm-renewing.txt", "explain", "namespace/shop"); r.Code != plugin.ExitOK || !strings.Contains(r.Out, "PROGRESSING: nothing is blocked") {
+		t.Errorf("renewing, text (exit %d):\n%s", r.Code, r.Out)
 	}
 	for obj, b := range statusBlockers(t) {
 		if strings.Contains(b, "stopped") {
@@ -277,9 +227,9 @@ func TestControllerManagerStopped(t *testing.T) {
 
 	// The namespace: A11, root, naming kube-controller-manager.
 	rep, code = explain(t, "namespace/shop", "")
-	f := find(rep.Findings, diagnose.CauseNamespaceControllerIdle)
+	f := plugintest.Find(rep, diagnose.CauseNamespaceControllerIdle, "")
 	if f == nil || !f.Root || code != plugin.ExitBlocked || !rep.Blocked {
-		t.Fatalf("not renewing, namespace (exit %d):\n%s", code, dump(rep))
+		t.Fatalf("not renewing, namespace (exit %d):\n%s", code, plugintest.Dump(rep))
 	}
 	if !notRenewing.MatchString(f.Message) || !strings.Contains(f.Message, "never removes the kubernetes token") {
 		t.Errorf("A11 message = %q", f.Message)
@@ -287,7 +237,7 @@ func TestControllerManagerStopped(t *testing.T) {
 	if !strings.Contains(f.Remedy, "kube-controller-manager's pod and logs") || !strings.Contains(f.Remedy, "do not strip finalizers") {
 		t.Errorf("A11 remedy = %q", f.Remedy)
 	}
-	if c := find(rep.Findings, "NamespaceContentCleanup"); c.Owner.State != diagnose.OwnerDown {
+	if c := plugintest.Find(rep, "NamespaceContentCleanup", ""); c.Owner.State != diagnose.OwnerDown {
 		t.Errorf("namespace controller state %q", c.Owner.State)
 	}
 
@@ -295,21 +245,21 @@ func TestControllerManagerStopped(t *testing.T) {
 	// controller of kube-controller-manager, so it is blocked now, never
 	// "nothing is blocked" (explain named no owner for it before).
 	rep, code = explain(t, "persistentvolume/kept", "")
-	if f := find(rep.Findings, diagnose.CausePVBound); f == nil || f.Severity != diagnose.SeverityBlocker || !f.Root || code != plugin.ExitBlocked ||
+	if f := plugintest.Find(rep, diagnose.CausePVBound, ""); f == nil || f.Severity != diagnose.SeverityBlocker || !f.Root || code != plugin.ExitBlocked ||
 		f.Owner == nil || f.Owner.State != diagnose.OwnerDown || !notRenewing.MatchString(f.Message) {
-		t.Errorf("not renewing, PersistentVolume held by pv-protection (exit %d):\n%s", code, dump(rep))
+		t.Errorf("not renewing, PersistentVolume held by pv-protection (exit %d):\n%s", code, plugintest.Dump(rep))
 	}
-	if r := run("explain", "persistentvolume/kept"); r.code != plugin.ExitBlocked || strings.Contains(r.out, "nothing is blocked") {
-		t.Errorf("not renewing, PersistentVolume text (exit %d):\n%s", r.code, r.out)
+	if r := run("explain", "persistentvolume/kept"); r.Code != plugin.ExitBlocked || strings.Contains(r.Out, "nothing is blocked") {
+		t.Errorf("not renewing, PersistentVolume text (exit %d):\n%s", r.Code, r.Out)
 	}
 
 	// Both owners: E2, root, naming kube-controller-manager, at once (the
 	// default --gc-stall-after is 2 minutes).
 	for _, name := range []string{"frontend", "sidecar"} {
 		rep, code = explain(t, "configmap/"+name, "web")
-		f := find(rep.Findings, diagnose.CauseGCIdle)
+		f := plugintest.Find(rep, diagnose.CauseGCIdle, "")
 		if f == nil || !f.Root || code != plugin.ExitBlocked || strings.Join(rootCauses(rep), ",") != diagnose.CauseGCIdle {
-			t.Errorf("not renewing, %s (exit %d):\n%s", name, code, dump(rep))
+			t.Errorf("not renewing, %s (exit %d):\n%s", name, code, plugintest.Dump(rep))
 			continue
 		}
 		if !notRenewing.MatchString(f.Message) || f.Owner.State != diagnose.OwnerDown || !strings.Contains(f.Remedy, "bring kube-controller-manager back") {
@@ -321,8 +271,8 @@ func TestControllerManagerStopped(t *testing.T) {
 		"explain-kcm-foreground.txt": {"explain", "configmap/frontend", "-n", "web"},
 	} {
 		r := text(t, file, args...)
-		if r.code != plugin.ExitBlocked || strings.Contains(r.out, "nothing is blocked") || !strings.Contains(r.out, "is not renewing its Lease") {
-			t.Errorf("not renewing, %v (exit %d):\n%s", args, r.code, r.out)
+		if r.Code != plugin.ExitBlocked || strings.Contains(r.Out, "nothing is blocked") || !strings.Contains(r.Out, "is not renewing its Lease") {
+			t.Errorf("not renewing, %v (exit %d):\n%s", args, r.Code, r.Out)
 		}
 	}
 	st := statusBlockers(t)
@@ -346,10 +296,10 @@ func TestControllerManagerStopped(t *testing.T) {
 	}
 	rep, code = explain(t, "namespace/shop", "")
 	if l := kcm(t, rep); l.State != diagnose.LivenessGone || l.LeaderElection || code != plugin.ExitOK {
-		t.Errorf("gone, no leader election (exit %d):\n%s", code, dump(rep))
+		t.Errorf("gone, no leader election (exit %d):\n%s", code, plugintest.Dump(rep))
 	}
-	if r := text(t, "explain-kcm-gone.txt", "explain", "namespace/shop"); r.code != plugin.ExitOK || strings.Contains(r.out, "nothing is blocked") || !strings.Contains(r.out, "WAITING: no blocker found yet, but it waits on kube-controller-manager, whose liveness is not known: there is no Lease kube-system/kube-controller-manager") {
-		t.Errorf("gone, text (exit %d):\n%s", r.code, r.out)
+	if r := text(t, "explain-kcm-gone.txt", "explain", "namespace/shop"); r.Code != plugin.ExitOK || strings.Contains(r.Out, "nothing is blocked") || !strings.Contains(r.Out, "WAITING: no blocker found yet, but it waits on kube-controller-manager, whose liveness is not known: there is no Lease kube-system/kube-controller-manager") {
+		t.Errorf("gone, text (exit %d):\n%s", r.Code, r.Out)
 	}
 	now := metav1.NewMicroTime(time.Now())
 	scheduler := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "kube-scheduler", Namespace: "kube-system"},
@@ -358,13 +308,13 @@ func TestControllerManagerStopped(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep, code = explain(t, "namespace/shop", "")
-	f = find(rep.Findings, diagnose.CauseNamespaceControllerIdle)
+	f = plugintest.Find(rep, diagnose.CauseNamespaceControllerIdle, "")
 	if l := kcm(t, rep); l.State != diagnose.LivenessGone || !l.LeaderElection || code != plugin.ExitBlocked || f == nil || !f.Root ||
 		!strings.Contains(f.Message, "kube-controller-manager is not running: there is no Lease kube-system/kube-controller-manager although the control plane elects leaders (Lease kube-system/kube-scheduler exists)") {
-		t.Errorf("gone where leaders are elected (exit %d):\n%s", code, dump(rep))
+		t.Errorf("gone where leaders are elected (exit %d):\n%s", code, plugintest.Dump(rep))
 	}
 	rep, code = explain(t, "configmap/sidecar", "web")
-	if f := find(rep.Findings, diagnose.CauseGCIdle); f == nil || !f.Root || code != plugin.ExitBlocked || f.Owner.State != diagnose.OwnerMissing {
-		t.Errorf("gone where leaders are elected, sidecar (exit %d):\n%s", code, dump(rep))
+	if f := plugintest.Find(rep, diagnose.CauseGCIdle, ""); f == nil || !f.Root || code != plugin.ExitBlocked || f.Owner.State != diagnose.OwnerMissing {
+		t.Errorf("gone where leaders are elected, sidecar (exit %d):\n%s", code, plugintest.Dump(rep))
 	}
 }

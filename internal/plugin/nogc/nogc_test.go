@@ -6,9 +6,6 @@ SPDX-License-Identifier: Apache-2.0
 package nogc
 
 import (
-	"bytes"
-	"encoding/json"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -18,12 +15,12 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
 	"github.com/teardown-dev/teardown/internal/diagnose"
 	"github.com/teardown-dev/teardown/internal/plugin"
+	"github.com/teardown-dev/teardown/internal/plugin/plugintest"
 	"github.com/teardown-dev/teardown/internal/testenv"
 )
 
@@ -35,39 +32,25 @@ var (
 // TestMain starts a control plane whose kube-controller-manager runs the
 // namespace controller only: nothing acts on foregroundDeletion or orphan.
 func TestMain(m *testing.M) {
-	if os.Getenv("TEARDOWN_PLUGIN_UNIT_ONLY") != "" {
-		os.Exit(m.Run())
-	}
-	testenv.Main(m, testenv.Options{Controllers: []string{"namespace"}}, func(e *testenv.Env) {
+	plugintest.Main(m, testenv.Options{Controllers: []string{"namespace"}}, func(e *testenv.Env) {
 		kubeconfig = e.Kubeconfig
 		cs = kubernetes.NewForConfigOrDie(e.Config)
 	})
 }
 
 // run runs kubectl-teardown against this control plane.
-func run(args ...string) (string, string, int) {
-	var out, errOut bytes.Buffer
-	code := plugin.Execute(genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &errOut}, append([]string{"--kubeconfig", kubeconfig}, args...))
-	return out.String(), errOut.String(), code
+func run(args ...string) plugintest.Result {
+	return plugintest.Run(plugin.Execute, kubeconfig, args...)
 }
 
 // explain runs `explain configmap/NAME -n NS -o json` with extra flags.
 func explain(t *testing.T, ns, name string, flags ...string) (*diagnose.Report, int) {
 	t.Helper()
-	out, errOut, code := run(append([]string{"explain", "configmap/" + name, "-n", ns, "-o", "json"}, flags...)...)
-	if code != plugin.ExitOK && code != plugin.ExitBlocked {
-		t.Fatalf("explain: exit %d: %s", code, errOut)
+	r := run(append([]string{"explain", "configmap/" + name, "-n", ns, "-o", "json"}, flags...)...)
+	if r.Code != plugin.ExitOK && r.Code != plugin.ExitBlocked {
+		t.Fatalf("explain: exit %d: %s", r.Code, r.Err)
 	}
-	rep := &diagnose.Report{}
-	if err := json.Unmarshal([]byte(out), rep); err != nil {
-		t.Fatalf("decoding explain's JSON: %v\n%s", err, out)
-	}
-	return rep, code
-}
-
-func dump(rep *diagnose.Report) string {
-	data, _ := json.MarshalIndent(rep, "", "  ")
-	return string(data)
+	return plugintest.DecodeReport(t, r), r.Code
 }
 
 // gcFinding is the finding of the garbage collector's finalizer.
@@ -78,7 +61,7 @@ func gcFinding(t *testing.T, rep *diagnose.Report, finalizer string) diagnose.Fi
 			return f
 		}
 	}
-	t.Fatalf("no finding for %s:\n%s", finalizer, dump(rep))
+	t.Fatalf("no finding for %s:\n%s", finalizer, plugintest.Dump(rep))
 	return diagnose.Finding{}
 }
 
@@ -173,9 +156,7 @@ const stall = "--gc-stall-after=1s"
 // by default) explain reports what it waits on; past it, the garbage
 // collector not progressing.
 func TestExplainGarbageCollectorNotRunning(t *testing.T) {
-	if cs == nil {
-		t.Skip("no control plane (TEARDOWN_PLUGIN_UNIT_ONLY)")
-	}
+	plugintest.NeedCluster(t, cs)
 	const ns = "shop"
 	newNamespace(t, ns)
 	fg := owner(t, ns, "frontend", metav1.DeletePropagationForeground, true, "frontend-config", "frontend-cache")
@@ -194,15 +175,15 @@ func TestExplainGarbageCollectorNotRunning(t *testing.T) {
 	// with nothing left to wait on is only waiting.
 	rep, code := explain(t, ns, "frontend")
 	if f := gcFinding(t, rep, "foregroundDeletion"); f.Cause != diagnose.CauseForegroundDependents || f.Catalog != "E1" {
-		t.Errorf("foreground owner at once (exit %d):\n%s", code, dump(rep))
+		t.Errorf("foreground owner at once (exit %d):\n%s", code, plugintest.Dump(rep))
 	}
 	rep, code = explain(t, ns, "legacy")
 	if f := gcFinding(t, rep, "orphan"); f.Cause != "OrphaningDependents" || f.Catalog != "E3" || code != plugin.ExitOK {
-		t.Errorf("orphaning owner at once (exit %d):\n%s", code, dump(rep))
+		t.Errorf("orphaning owner at once (exit %d):\n%s", code, plugintest.Dump(rep))
 	}
 	rep, code = explain(t, ns, "sidecar")
 	if f := gcFinding(t, rep, "foregroundDeletion"); f.Cause != diagnose.CauseGCIdle || f.Severity != diagnose.SeverityWaiting || code != plugin.ExitOK {
-		t.Errorf("foreground owner with no blocking dependent at once (exit %d):\n%s", code, dump(rep))
+		t.Errorf("foreground owner with no blocking dependent at once (exit %d):\n%s", code, plugintest.Dump(rep))
 	}
 
 	settle(t)
@@ -245,7 +226,7 @@ func TestExplainGarbageCollectorNotRunning(t *testing.T) {
 			rep, code := explain(t, ns, tc.name, stall)
 			f := gcFinding(t, rep, tc.finalizer)
 			if diff := cmp.Diff(tc.want, summarize(f)); diff != "" {
-				t.Errorf("E2 finding (-want +got):\n%s\n%s", diff, dump(rep))
+				t.Errorf("E2 finding (-want +got):\n%s\n%s", diff, plugintest.Dump(rep))
 			}
 			for _, m := range tc.message {
 				if !strings.Contains(f.Message, m) {
@@ -280,7 +261,7 @@ func TestExplainGarbageCollectorNotRunning(t *testing.T) {
 		OwnerComponent: gcOwner, OwnerState: diagnose.OwnerDown, Root: true,
 		Children: []string{"BlockingDependent waiting checkout-config"}}
 	if diff := cmp.Diff(want, summarize(f)); diff != "" || code != plugin.ExitBlocked {
-		t.Errorf("E2 from a stale Lease (exit %d; -want +got):\n%s\n%s", code, diff, dump(rep))
+		t.Errorf("E2 from a stale Lease (exit %d; -want +got):\n%s\n%s", code, diff, plugintest.Dump(rep))
 	}
 	if m := `kube-controller-manager is not renewing its Lease: Lease kube-system/kube-controller-manager (holder "master-0_0b7c") was last renewed 10m ago, 9m45s past its 15s lease duration`; !strings.Contains(f.Message, m) {
 		t.Errorf("message %q lacks %q", f.Message, m)
@@ -290,7 +271,7 @@ func TestExplainGarbageCollectorNotRunning(t *testing.T) {
 	}
 
 	// The flag takes a positive duration only.
-	if _, errOut, code := run("explain", "configmap/checkout", "-n", ns, "--gc-stall-after=0s"); code != plugin.ExitUsage || !strings.Contains(errOut, "--gc-stall-after must be positive") {
-		t.Errorf("--gc-stall-after=0s: exit %d: %s", code, errOut)
+	if r := run("explain", "configmap/checkout", "-n", ns, "--gc-stall-after=0s"); r.Code != plugin.ExitUsage || !strings.Contains(r.Err, "--gc-stall-after must be positive") {
+		t.Errorf("--gc-stall-after=0s: exit %d: %s", r.Code, r.Err)
 	}
 }

@@ -6,9 +6,7 @@ SPDX-License-Identifier: Apache-2.0
 package nonscontroller
 
 import (
-	"bytes"
 	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -16,12 +14,12 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
 	"github.com/teardown-dev/teardown/internal/diagnose"
 	"github.com/teardown-dev/teardown/internal/plugin"
+	"github.com/teardown-dev/teardown/internal/plugin/plugintest"
 	"github.com/teardown-dev/teardown/internal/testenv"
 )
 
@@ -33,45 +31,24 @@ var (
 // TestMain starts a control plane whose kube-controller-manager runs the
 // garbage collector only: nothing acts on a namespace's deletion.
 func TestMain(m *testing.M) {
-	if os.Getenv("TEARDOWN_PLUGIN_UNIT_ONLY") != "" {
-		os.Exit(m.Run())
-	}
-	testenv.Main(m, testenv.Options{Controllers: []string{"garbagecollector"}}, func(e *testenv.Env) {
+	plugintest.Main(m, testenv.Options{Controllers: []string{"garbagecollector"}}, func(e *testenv.Env) {
 		kubeconfig = e.Kubeconfig
 		cs = kubernetes.NewForConfigOrDie(e.Config)
 	})
 }
 
 // run runs kubectl-teardown against this control plane.
-func run(args ...string) (string, string, int) {
-	var out, errOut bytes.Buffer
-	code := plugin.Execute(genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &errOut}, append([]string{"--kubeconfig", kubeconfig}, args...))
-	return out.String(), errOut.String(), code
+func run(args ...string) plugintest.Result {
+	return plugintest.Run(plugin.Execute, kubeconfig, args...)
 }
 
 func explain(t *testing.T, ns string) (*diagnose.Report, int) {
 	t.Helper()
-	out, errOut, code := run("explain", "namespace/"+ns, "-o", "json")
-	if code != plugin.ExitOK && code != plugin.ExitBlocked {
-		t.Fatalf("explain: exit %d: %s", code, errOut)
+	r := run("explain", "namespace/"+ns, "-o", "json")
+	if r.Code != plugin.ExitOK && r.Code != plugin.ExitBlocked {
+		t.Fatalf("explain: exit %d: %s", r.Code, r.Err)
 	}
-	rep := &diagnose.Report{}
-	if err := json.Unmarshal([]byte(out), rep); err != nil {
-		t.Fatalf("decoding explain's JSON: %v\n%s", err, out)
-	}
-	return rep, code
-}
-
-func find(fs []diagnose.Finding, cause string) *diagnose.Finding {
-	for i := range fs {
-		if fs[i].Cause == cause {
-			return &fs[i]
-		}
-		if f := find(fs[i].Children, cause); f != nil {
-			return f
-		}
-	}
-	return nil
+	return plugintest.DecodeReport(t, r), r.Code
 }
 
 // A11: with no namespace controller, a deleted namespace never gets a
@@ -79,9 +56,7 @@ func find(fs []diagnose.Finding, cause string) *diagnose.Finding {
 // seconds) and then names the missing controller as the root blocker, and
 // status says so too.
 func TestExplainNamespaceControllerNotRunning(t *testing.T) {
-	if cs == nil {
-		t.Skip("no control plane (TEARDOWN_PLUGIN_UNIT_ONLY)")
-	}
+	plugintest.NeedCluster(t, cs)
 	ctx := t.Context()
 	ns := "abandoned"
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
@@ -96,7 +71,7 @@ func TestExplainNamespaceControllerNotRunning(t *testing.T) {
 
 	// Inside the first minute it may still be the controller's first pass.
 	rep, code := explain(t, ns)
-	if f := find(rep.Findings, diagnose.CauseNamespaceControllerIdle); f != nil || code != plugin.ExitOK {
+	if f := plugintest.Find(rep, diagnose.CauseNamespaceControllerIdle, ""); f != nil || code != plugin.ExitOK {
 		t.Errorf("A11 reported too early (exit %d): %+v", code, f)
 	}
 
@@ -104,8 +79,7 @@ func TestExplainNamespaceControllerNotRunning(t *testing.T) {
 	var f *diagnose.Finding
 	for f == nil {
 		if time.Now().After(deadline) {
-			data, _ := json.MarshalIndent(rep, "", "  ")
-			t.Fatalf("explain never reported A11:\n%s", data)
+			t.Fatalf("explain never reported A11:\n%s", plugintest.Dump(rep))
 		}
 		select {
 		case <-ctx.Done():
@@ -113,7 +87,7 @@ func TestExplainNamespaceControllerNotRunning(t *testing.T) {
 		case <-time.After(2 * time.Second):
 		}
 		rep, code = explain(t, ns)
-		f = find(rep.Findings, diagnose.CauseNamespaceControllerIdle)
+		f = plugintest.Find(rep, diagnose.CauseNamespaceControllerIdle, "")
 	}
 	if f.Catalog != "A11" || f.Severity != diagnose.SeverityBlocker || code != plugin.ExitBlocked {
 		t.Errorf("A11 finding (exit %d): %+v", code, f)
@@ -134,12 +108,12 @@ func TestExplainNamespaceControllerNotRunning(t *testing.T) {
 		t.Errorf("root blockers = %+v", rep.RootBlockers)
 	}
 
-	out, errOut, code := run("status", "-A", "-o", "json")
-	if code != plugin.ExitOK {
-		t.Fatalf("status: exit %d: %s", code, errOut)
+	r := run("status", "-A", "-o", "json")
+	if r.Code != plugin.ExitOK {
+		t.Fatalf("status: exit %d: %s", r.Code, r.Err)
 	}
 	st := &plugin.StatusReport{}
-	if err := json.Unmarshal([]byte(out), st); err != nil {
+	if err := json.Unmarshal([]byte(r.Out), st); err != nil {
 		t.Fatal(err)
 	}
 	blocker := ""
@@ -170,9 +144,8 @@ func TestExplainNamespaceControllerNotRunning(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep, code = explain(t, fresh)
-	f = find(rep.Findings, diagnose.CauseNamespaceControllerIdle)
+	f = plugintest.Find(rep, diagnose.CauseNamespaceControllerIdle, "")
 	if f == nil || code != plugin.ExitBlocked || !strings.Contains(f.Message, "kube-controller-manager is not renewing its Lease: Lease kube-system/kube-controller-manager (holder \"master-0_0b7c\") was last renewed 10m ago, 9m45s past its 15s lease duration") {
-		data, _ := json.MarshalIndent(rep, "", "  ")
-		t.Errorf("a stale kube-controller-manager Lease is not reported at once (exit %d):\n%s", code, data)
+		t.Errorf("a stale kube-controller-manager Lease is not reported at once (exit %d):\n%s", code, plugintest.Dump(rep))
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/teardown-dev/teardown/internal/diagnose"
+	"github.com/teardown-dev/teardown/internal/plugin/plugintest"
 )
 
 var gvrApplication = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "applications"}
@@ -52,7 +53,7 @@ func runningStatefulSet(t *testing.T, ns, name, serviceAccount string) {
 func TestExplainArgoCDDeletionError(t *testing.T) {
 	needCluster(t)
 	ctx := t.Context()
-	argocd := newNamespace(t, "argocd")
+	argocd := plugintest.NewNamespace(t, cs, "argocd")
 	runningStatefulSet(t, argocd, "argocd-application-controller", "argocd-application-controller")
 	grant(t, argocd, "argocd-application-controller", "argoproj.io", "applications")
 	for _, fin := range []string{"resources-finalizer.argocd.argoproj.io", "resources-finalizer.argocd.argoproj.io/foreground"} {
@@ -80,7 +81,7 @@ func TestExplainArgoCDDeletionError(t *testing.T) {
 
 		target := []string{"application.argoproj.io/" + name, "-n", argocd}
 		rep := explain(t, target...)
-		if f := find(rep, diagnose.CauseCleanupInProgress, name); f == nil || rep.Blocked {
+		if f := plugintest.Find(rep, diagnose.CauseCleanupInProgress, name); f == nil || rep.Blocked {
 			t.Fatalf("%s: before the controller says anything, want cleanup in progress: %+v", fin, rep.Findings)
 		}
 
@@ -122,7 +123,7 @@ func TestExplainArgoCDDeletionError(t *testing.T) {
 			recordText(t, "explain-argocd.txt", "explain", "application.argoproj.io/"+name, "-n", argocd)
 			// status, which reads the Applications as one list, says it too.
 			st := run("status", "-n", argocd)
-			mustContain(t, "status", st.out, "guestbook", "DeletionError")
+			mustContain(t, "status", st.Out, "guestbook", "DeletionError")
 		}
 	}
 }

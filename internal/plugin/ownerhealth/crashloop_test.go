@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/teardown-dev/teardown/internal/diagnose"
+	"github.com/teardown-dev/teardown/internal/plugin/plugintest"
+	"github.com/teardown-dev/teardown/internal/testenv"
 )
 
 // kubeletCrashLooping writes the status a kubelet writes for a pod whose
@@ -53,7 +55,7 @@ func kubeletCrashLooping(t *testing.T, ns, name string, restarts int32) {
 func TestExplainOwnerCrashLooping(t *testing.T) {
 	needCluster(t)
 	ctx := t.Context()
-	ops := newNamespace(t, "cert-manager")
+	ops := plugintest.NewNamespace(t, cs, "cert-manager")
 	node := "node-" + ops
 	readyNode(t, node)
 	dep := deploymentOf(ops, "cert-manager", "cert-manager", 1, corev1.Container{Name: "cert-manager-controller", Image: "quay.io/jetstack/cert-manager-controller:v1.18.2"})
@@ -65,7 +67,7 @@ func TestExplainOwnerCrashLooping(t *testing.T) {
 	})
 	grant(t, ops, "cert-manager", "", "configmaps")
 	var pod string
-	eventually(t, 30*time.Second, "cert-manager's pod", func(ctx context.Context) (bool, error) {
+	testenv.Eventually(t, 30*time.Second, "cert-manager's pod", func(ctx context.Context) (bool, error) {
 		l, err := cs.CoreV1().Pods(ops).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=cert-manager"})
 		if err != nil || len(l.Items) == 0 {
 			return false, err
@@ -76,7 +78,7 @@ func TestExplainOwnerCrashLooping(t *testing.T) {
 	bind(t, ops, pod, node)
 	kubeletCrashLooping(t, ops, pod, 7)
 
-	ns := newNamespace(t, "shop")
+	ns := plugintest.NewNamespace(t, cs, "shop")
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "acme-order", Namespace: ns, Finalizers: []string{"acme.cert-manager.io/finalizer"}}}
 	if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{FieldManager: "cert-manager-orders"}); err != nil {
 		t.Fatal(err)

@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/teardown-dev/teardown/internal/diagnose"
+	"github.com/teardown-dev/teardown/internal/plugin/plugintest"
+	"github.com/teardown-dev/teardown/internal/testenv"
 )
 
 var (
@@ -98,7 +100,7 @@ func TestExplainCrossplaneProviderUnhealthy(t *testing.T) {
 				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "properties": map[string]any{
 					"spec":   map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true},
 					"status": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}}}}}, "crossplane")
-	eventually(t, 30*time.Second, "buckets.s3.aws.upbound.io served", func(ctx context.Context) (bool, error) {
+	testenv.Eventually(t, 30*time.Second, "buckets.s3.aws.upbound.io served", func(ctx context.Context) (bool, error) {
 		_, err := dyn.Resource(gvrBucket).List(ctx, metav1.ListOptions{})
 		return err == nil, nil
 	})
@@ -111,7 +113,7 @@ func TestExplainCrossplaneProviderUnhealthy(t *testing.T) {
 		condition("Healthy", "False", "UnhealthyPackageRevision", "post establish runtime hook failed for package: provider package deployment has no condition of type \"Available\" yet"))
 	// Its runtime: a Deployment labelled with the revision, whose pod stays
 	// Pending.
-	sys := newNamespace(t, "crossplane-system")
+	sys := plugintest.NewNamespace(t, cs, "crossplane-system")
 	dep := deploymentOf(sys, "provider-aws-s3-7e8f9a0b1c2d", "provider-aws-s3-7e8f9a0b1c2d", 1)
 	dep.Labels["pkg.crossplane.io/revision"] = rev.GetName()
 	dep.Labels["pkg.crossplane.io/provider"] = "provider-aws-s3"
@@ -122,7 +124,7 @@ func TestExplainCrossplaneProviderUnhealthy(t *testing.T) {
 		_ = cs.AppsV1().Deployments(sys).Delete(context.Background(), dep.Name, metav1.DeleteOptions{})
 	})
 	grant(t, sys, dep.Name, "s3.aws.upbound.io", "buckets")
-	eventually(t, 30*time.Second, "the provider's pod", func(ctx context.Context) (bool, error) {
+	testenv.Eventually(t, 30*time.Second, "the provider's pod", func(ctx context.Context) (bool, error) {
 		l, err := cs.CoreV1().Pods(sys).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + dep.Name})
 		return err == nil && len(l.Items) == 1, err
 	})
@@ -168,9 +170,9 @@ func TestExplainCrossplaneProviderUnhealthy(t *testing.T) {
 	setConditions(t, gvrBucket, bucket.GetName(),
 		condition("Ready", "False", "Deleting", ""),
 		condition("Synced", "False", "ReconcileError", "delete failed: operation error S3: DeleteBucket, https response error StatusCode: 409, BucketNotEmpty: The bucket you tried to delete is not empty"))
-	eventually(t, 30*time.Second, "explain to see the provider healthy", func(ctx context.Context) (bool, error) {
+	testenv.Eventually(t, 30*time.Second, "explain to see the provider healthy", func(ctx context.Context) (bool, error) {
 		rep = explain(t, target...)
-		return find(rep, diagnose.CauseOwnerReportsFailure, "invoices-archive") != nil, nil
+		return plugintest.Find(rep, diagnose.CauseOwnerReportsFailure, "invoices-archive") != nil, nil
 	})
 	blocked(t, rep, target...)
 	f = root(t, rep, diagnose.CauseOwnerReportsFailure, "invoices-archive")

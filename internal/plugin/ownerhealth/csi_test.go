@@ -19,6 +19,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/teardown-dev/teardown/internal/diagnose"
+	"github.com/teardown-dev/teardown/internal/plugin/plugintest"
+	"github.com/teardown-dev/teardown/internal/testenv"
 )
 
 // csiDriver registers a CSIDriver object, as a driver's chart installs it.
@@ -39,7 +41,7 @@ func csiDriver(t *testing.T, name string) {
 func TestExplainCSIControllerUnhealthy(t *testing.T) {
 	needCluster(t)
 	ctx := t.Context()
-	sys := newNamespace(t, "csi")
+	sys := plugintest.NewNamespace(t, cs, "csi")
 	node := "node-" + sys
 	readyNode(t, node)
 	// Another driver's healthy controller, with the same sidecars.
@@ -59,7 +61,7 @@ func TestExplainCSIControllerUnhealthy(t *testing.T) {
 	t.Cleanup(func() {
 		_ = cs.AppsV1().Deployments(sys).Delete(context.Background(), "ebs-csi-controller", metav1.DeleteOptions{})
 	})
-	eventually(t, 30*time.Second, "the deployment controller to create the 2 pods", func(ctx context.Context) (bool, error) {
+	testenv.Eventually(t, 30*time.Second, "the deployment controller to create the 2 pods", func(ctx context.Context) (bool, error) {
 		d, err := cs.AppsV1().Deployments(sys).Get(ctx, "ebs-csi-controller", metav1.GetOptions{})
 		return err == nil && d.Status.ObservedGeneration == d.Generation && d.Status.Replicas == 2 && d.Status.AvailableReplicas == 0, err
 	})

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/teardown-dev/teardown/internal/testenv"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -122,7 +123,7 @@ func runningDeployment(t *testing.T, ns, name, serviceAccount, node string, cont
 	// pods), so that no later test finds it.
 	t.Cleanup(func() { _ = cs.AppsV1().Deployments(ns).Delete(context.Background(), name, metav1.DeleteOptions{}) })
 	var pod string
-	eventually(t, 30*time.Second, "the pod of Deployment "+name, func(ctx context.Context) (bool, error) {
+	testenv.Eventually(t, 30*time.Second, "the pod of Deployment "+name, func(ctx context.Context) (bool, error) {
 		l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + name})
 		if err != nil || len(l.Items) == 0 {
 			return false, err
@@ -132,7 +133,7 @@ func runningDeployment(t *testing.T, ns, name, serviceAccount, node string, cont
 	})
 	bind(t, ns, pod, node)
 	kubeletRunning(t, ns, pod)
-	eventually(t, 30*time.Second, "Deployment "+name+" available", func(ctx context.Context) (bool, error) {
+	testenv.Eventually(t, 30*time.Second, "Deployment "+name+" available", func(ctx context.Context) (bool, error) {
 		d, err := cs.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
 		return err == nil && d.Status.AvailableReplicas == 1, err
 	})

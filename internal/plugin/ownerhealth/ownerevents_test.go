@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/teardown-dev/teardown/internal/diagnose"
+	"github.com/teardown-dev/teardown/internal/plugin/plugintest"
 )
 
 // warning records a Warning Event about obj from component, as
@@ -37,12 +38,12 @@ func warning(t *testing.T, obj corev1.ObjectReference, component, reason, messag
 func TestExplainOwnerWarningEvent(t *testing.T) {
 	needCluster(t)
 	ctx := t.Context()
-	ops := newNamespace(t, "ops")
+	ops := plugintest.NewNamespace(t, cs, "ops")
 	node := "node-" + ops
 	readyNode(t, node)
 	runningDeployment(t, ops, "bucket-operator", "bucket-operator", node)
 	grant(t, ops, "bucket-operator", "", "configmaps")
-	ns := newNamespace(t, "shop")
+	ns := plugintest.NewNamespace(t, cs, "shop")
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "bucket", Namespace: ns, Finalizers: []string{"buckets.example.com/cleanup"}}}
 	got, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{FieldManager: "bucket-operator"})
 	if err != nil {
@@ -55,7 +56,7 @@ func TestExplainOwnerWarningEvent(t *testing.T) {
 		t.Fatal(err)
 	}
 	target := []string{"configmap/bucket", "-n", ns}
-	if rep := explain(t, target...); rep.Blocked || find(rep, diagnose.CauseCleanupInProgress, "bucket") == nil {
+	if rep := explain(t, target...); rep.Blocked || plugintest.Find(rep, diagnose.CauseCleanupInProgress, "bucket") == nil {
 		t.Fatalf("before the owner says anything, want cleanup in progress: %+v", rep.Findings)
 	}
 

@@ -21,6 +21,8 @@ import (
 
 	"github.com/teardown-dev/teardown/internal/diagnose"
 	"github.com/teardown-dev/teardown/internal/plugin"
+	"github.com/teardown-dev/teardown/internal/plugin/plugintest"
+	"github.com/teardown-dev/teardown/internal/testenv"
 )
 
 // budget creates a PodDisruptionBudget keeping minAvailable pods labelled
@@ -32,7 +34,7 @@ func budget(t *testing.T, ns, app string, minAvailable int32, wantHealthy int32)
 	if _, err := cs.PolicyV1().PodDisruptionBudgets(ns).Create(t.Context(), pdb, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 60*time.Second, "the disruption controller to compute PodDisruptionBudget "+app, func(ctx context.Context) (bool, error) {
+	testenv.Eventually(t, 60*time.Second, "the disruption controller to compute PodDisruptionBudget "+app, func(ctx context.Context) (bool, error) {
 		got, err := cs.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, app, metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -70,13 +72,13 @@ func leaderLease(t *testing.T, ns, name, holder string) {
 func TestExplainDrainRefusedByBudget(t *testing.T) {
 	needCluster(t)
 	ctx := t.Context()
-	ns := newNamespace(t, "pdb")
+	ns := plugintest.NewNamespace(t, cs, "pdb")
 	node := "drained-" + ns
 	readyNode(t, node, "karpenter.sh/termination")
 	runningPod(t, ns, "db-0", node, map[string]string{"app": "db"})
 	budget(t, ns, "db", 1, 1)
 	assertEvictionRefused(t, ns, "db-0")
-	ops := newNamespace(t, "karpenter")
+	ops := plugintest.NewNamespace(t, cs, "karpenter")
 	leaderLease(t, ops, "karpenter-leader-election", "karpenter-6d8f9c-x2k4q")
 	if err := cs.CoreV1().Nodes().Delete(ctx, node, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
@@ -85,7 +87,7 @@ func TestExplainDrainRefusedByBudget(t *testing.T) {
 	target := []string{"node/" + node}
 	rep := explain(t, target...)
 	blocked(t, rep, target...)
-	f := find(rep, diagnose.CauseNodeDrainBlocked, node)
+	f := plugintest.Find(rep, diagnose.CauseNodeDrainBlocked, node)
 	if f == nil || f.Owner == nil || f.Owner.Component != "Karpenter" || f.Owner.State != diagnose.OwnerAlive {
 		t.Fatalf("no D5 with Karpenter alive: %+v", rep.Findings)
 	}
@@ -103,7 +105,7 @@ func TestExplainDrainRefusedByBudget(t *testing.T) {
 func TestExplainPodEvictionRefused(t *testing.T) {
 	needCluster(t)
 	ctx := t.Context()
-	ns := newNamespace(t, "drain")
+	ns := plugintest.NewNamespace(t, cs, "drain")
 	node := "cordoned-" + ns
 	readyNode(t, node)
 	runningPod(t, ns, "db-0", node, map[string]string{"app": "db"})
@@ -128,9 +130,9 @@ func TestExplainPodEvictionRefused(t *testing.T) {
 
 	// A user who may only read cannot ask for a dry-run eviction: the
 	// budget's status says it alone.
-	r := runAs(readOnlyKubeconfig(t), append([]string{"explain", "-o", "json"}, target...)...)
-	if r.code != plugin.ExitBlocked || !strings.Contains(r.out, diagnose.CauseEvictionRefused) ||
-		!strings.Contains(r.out, "a budget allows no disruption, so a drain cannot evict the pod (the eviction could not be asked as a dry-run)") {
-		t.Errorf("read-only user: exit %d\n%s%s", r.code, r.out, r.err)
+	r := plugintest.Run(plugin.Execute, plugintest.ReadOnlyKubeconfig(t, restConfig, cs, "ownerhealth-readonly"), append([]string{"explain", "-o", "json"}, target...)...)
+	if r.Code != plugin.ExitBlocked || !strings.Contains(r.Out, diagnose.CauseEvictionRefused) ||
+		!strings.Contains(r.Out, "a budget allows no disruption, so a drain cannot evict the pod (the eviction could not be asked as a dry-run)") {
+		t.Errorf("read-only user: exit %d\n%s%s", r.Code, r.Out, r.Err)
 	}
 }

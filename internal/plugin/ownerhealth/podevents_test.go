@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/teardown-dev/teardown/internal/diagnose"
+	"github.com/teardown-dev/teardown/internal/plugin/plugintest"
 )
 
 // D3 in the kubelet's words: a pod past its grace period on a Ready node
@@ -23,7 +24,7 @@ import (
 func TestExplainKubeletCannotStopPod(t *testing.T) {
 	needCluster(t)
 	ctx := t.Context()
-	ns := newNamespace(t, "kubelet")
+	ns := plugintest.NewNamespace(t, cs, "kubelet")
 	node := "node-" + ns
 	readyNode(t, node)
 	for _, tc := range []struct {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/teardown-dev/teardown/internal/diagnose"
+	"github.com/teardown-dev/teardown/internal/plugin/plugintest"
 )
 
 // B4 tests the identity that removes the finalizer: Argo CD's API server
@@ -22,7 +23,7 @@ import (
 func TestExplainRBACOfTheRemover(t *testing.T) {
 	needCluster(t)
 	ctx := t.Context()
-	argocd := newNamespace(t, "argocd")
+	argocd := plugintest.NewNamespace(t, cs, "argocd")
 	system := "system-" + argocd
 	readyNode(t, system)
 	runningDeployment(t, argocd, "argocd-server", "argocd-server", system)
@@ -59,11 +60,11 @@ func TestExplainRBACOfTheRemover(t *testing.T) {
 func TestExplainRBACBesideDrain(t *testing.T) {
 	needCluster(t)
 	ctx := t.Context()
-	ops := newNamespace(t, "karpenter")
+	ops := plugintest.NewNamespace(t, cs, "karpenter")
 	system := "system-" + ops
 	readyNode(t, system)
 	runningDeployment(t, ops, "karpenter", "karpenter", system)
-	ns := newNamespace(t, "pdb")
+	ns := plugintest.NewNamespace(t, cs, "pdb")
 	node := "drained-" + ns
 	readyNode(t, node, "karpenter.sh/termination")
 	runningPod(t, ns, "db-0", node, map[string]string{"app": "db"})
@@ -83,7 +84,7 @@ func TestExplainRBACBesideDrain(t *testing.T) {
 	mustContain(t, "B4 remedy", b4.Remedy, "kubectl create clusterrole karpenter-finalizers --verb=patch,update --resource=nodes")
 	pdb := root(t, rep, diagnose.CauseDrainBlockedByPDB, "db")
 	mustContain(t, "budget message", pdb.Message, "covers pod(s) db-0")
-	if f := find(rep, diagnose.CauseNodeDrainBlocked, node); f == nil {
+	if f := plugintest.Find(rep, diagnose.CauseNodeDrainBlocked, node); f == nil {
 		t.Errorf("the drain check was switched off: %+v", rep.Findings)
 	}
 }
