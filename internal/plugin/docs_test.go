@@ -44,7 +44,7 @@ func TestDocsScenario(t *testing.T) {
 	if _, err := cs.AppsV1().Deployments("ops").Create(ctx, deployment("ops", "bucket-operator", 1), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	notReadyNode(t, "node-1")
+	plugintest.NotReadyNode(t, cs, "node-1")
 	boundPod(t, "shop", "web-0", "node-1", nil)
 	configMap(t, "shop", "bucket", "bucket-operator", []string{"buckets.example.com/cleanup"})
 	configMap(t, "shop", "typo", "kubectl-edit", []string{"nobody.example.org/stale"})

@@ -448,28 +448,6 @@ func TestExplainNodeFinalizer(t *testing.T) {
 	}
 }
 
-// grantClusterWide lets a ServiceAccount get, patch and update resources of
-// group everywhere, as a CSI driver's packaged RBAC does.
-func grantClusterWide(t *testing.T, ns, sa, group string, resources ...string) {
-	t.Helper()
-	name := ns + "-" + sa
-	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{group}, Resources: resources, Verbs: []string{"get", "list", "watch", "patch", "update"}}}}
-	if _, err := cs.RbacV1().ClusterRoles().Create(t.Context(), role, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
-		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: name},
-		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: ns}}}
-	if _, err := cs.RbacV1().ClusterRoleBindings().Create(t.Context(), binding, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cs.RbacV1().ClusterRoleBindings().Delete(context.Background(), name, metav1.DeleteOptions{})
-		_ = cs.RbacV1().ClusterRoles().Delete(context.Background(), name, metav1.DeleteOptions{})
-	})
-}
-
 // C6: a source claim held by cloning-protection while a clone of it is
 // still Pending; the CSI driver's controller (its csi-provisioner sidecar)
 // runs.
@@ -478,7 +456,7 @@ func TestExplainCloneInProgress(t *testing.T) {
 	ops := newNamespace(t)
 	runningDeployment(t, ops, "hostpath-csi-controller", "hostpath-csi",
 		corev1.Container{Name: "csi-provisioner", Image: "registry.k8s.io/sig-storage/csi-provisioner:v5.2.0"})
-	grantClusterWide(t, ops, "hostpath-csi", "", "persistentvolumeclaims")
+	plugintest.GrantClusterWide(t, cs, ops, "hostpath-csi", "", "persistentvolumeclaims")
 	ns := newNamespace(t)
 	claim := func(name string, fins []string, src *corev1.TypedLocalObjectReference) {
 		pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Finalizers: fins},
@@ -520,9 +498,9 @@ func TestExplainVolumeDetachBlocked(t *testing.T) {
 	ops := newNamespace(t)
 	runningDeployment(t, ops, "teardown-csi-controller", "teardown-csi",
 		corev1.Container{Name: "csi-attacher", Image: "registry.k8s.io/sig-storage/csi-attacher:v4.8.0"})
-	grantClusterWide(t, ops, "teardown-csi", "storage.k8s.io", "volumeattachments")
+	plugintest.GrantClusterWide(t, cs, ops, "teardown-csi", "storage.k8s.io", "volumeattachments")
 	node := "c4-" + ops
-	notReadyNode(t, node)
+	plugintest.NotReadyNode(t, cs, node)
 	name := "csi-" + ops
 	va := &storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{"external-attacher/csi-teardown-test"}},
 		Spec: storagev1.VolumeAttachmentSpec{Attacher: "csi.teardown.test", NodeName: node, Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: ptr.To("pv-" + ops)}}}

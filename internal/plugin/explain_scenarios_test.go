@@ -82,7 +82,7 @@ func TestExplainContentRemaining(t *testing.T) {
 	needCluster(t)
 	ns := newNamespace(t)
 	node := "node-" + ns
-	notReadyNode(t, node)
+	plugintest.NotReadyNode(t, cs, node)
 	boundPod(t, ns, "web-0", node, nil)
 	configMap(t, ns, "held", "kubectl-create", []string{"example.com/held"})
 	deleteNamespace(t, ns)
@@ -114,7 +114,7 @@ func TestExplainOperatorInNamespace(t *testing.T) {
 	needCluster(t)
 	ns := newNamespace(t)
 	node := "node-" + ns
-	notReadyNode(t, node)
+	plugintest.NotReadyNode(t, cs, node)
 	boundPod(t, ns, "widget-operator-0", node, map[string]string{"app.kubernetes.io/name": "widget-operator"})
 	configMap(t, ns, "widget-state", "widget-operator", []string{"widgets.teardown.test/cleanup"})
 	deleteConfigMap(t, ns, "widget-state", "")

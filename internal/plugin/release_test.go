@@ -293,7 +293,7 @@ func TestReleaseForceThenOrphansInDeletedNamespace(t *testing.T) {
 	needCluster(t)
 	ns := newNamespace(t)
 	node := "node-" + ns
-	notReadyNode(t, node)
+	plugintest.NotReadyNode(t, cs, node)
 	boundPod(t, ns, "stuck-0", node, nil) // keeps the namespace controller on pods
 	configMap(t, ns, "leftover", "kubectl-create", nil)
 	deleteNamespace(t, ns)

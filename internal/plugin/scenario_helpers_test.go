@@ -67,22 +67,6 @@ func deleteNamespace(t *testing.T, ns string) {
 	}
 }
 
-// notReadyNode creates a Node whose kubelet stopped reporting.
-func notReadyNode(t *testing.T, name string) {
-	t.Helper()
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	got, err := cs.CoreV1().Nodes().Create(t.Context(), node, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("creating node: %v", err)
-	}
-	got.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionUnknown, Reason: "NodeStatusUnknown",
-		Message: "Kubelet stopped posting node status.", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
-	if _, err := cs.CoreV1().Nodes().UpdateStatus(t.Context(), got, metav1.UpdateOptions{}); err != nil {
-		t.Fatalf("setting node status: %v", err)
-	}
-	t.Cleanup(func() { _ = cs.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
-}
-
 // boundPod creates a running pod bound to node.
 func boundPod(t *testing.T, ns, name, node string, labels map[string]string) {
 	t.Helper()

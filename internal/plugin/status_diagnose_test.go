@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/teardown-dev/teardown/internal/diagnose"
+	"github.com/teardown-dev/teardown/internal/plugin/plugintest"
 )
 
 // statusRow runs status -n ns -o json and returns the row of name.
@@ -62,7 +63,7 @@ func TestStatusCarriesRootCause(t *testing.T) {
 	}
 
 	runningDeployment(t, ns, "strimzi-topic-operator", "topic-operator")
-	grantClusterWide(t, ns, "topic-operator", "", "configmaps")
+	plugintest.GrantClusterWide(t, cs, ns, "topic-operator", "", "configmaps")
 	row, rep = statusRow(t, ns, "topic")
 	want := fmt.Sprintf("%s: waiting for Strimzi topic operator (alive: Deployment %s/strimzi-topic-operator has 1 of 1 replicas ready)", fin, ns)
 	if row.Blocked || row.Blocker != want || rep.Blocked != 0 {

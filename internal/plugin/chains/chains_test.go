@@ -22,22 +22,6 @@ import (
 	"github.com/teardown-dev/teardown/internal/plugin/plugintest"
 )
 
-// notReadyNode creates a Node whose kubelet stopped reporting, as the node
-// lifecycle controller leaves it.
-func notReadyNode(t *testing.T, name string) {
-	t.Helper()
-	got, err := cs.CoreV1().Nodes().Create(t.Context(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("creating node: %v", err)
-	}
-	got.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionUnknown, Reason: "NodeStatusUnknown",
-		Message: "Kubelet stopped posting node status.", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
-	if _, err := cs.CoreV1().Nodes().UpdateStatus(t.Context(), got, metav1.UpdateOptions{}); err != nil {
-		t.Fatalf("setting node status: %v", err)
-	}
-	t.Cleanup(func() { _ = cs.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
-}
-
 // Family 4: PV → PVC → pod. The volume is held by pv-protection because it
 // is Bound to a claim; the claim is Terminating, held by pvc-protection
 // because a pod uses it; the pod is Terminating on a node whose kubelet is
@@ -51,7 +35,7 @@ func TestExplainVolumeChainToPod(t *testing.T) {
 	needCluster(t)
 	ns := plugintest.NewNamespace(t, cs, "db")
 	node, pvName := "node-"+ns, "pv-"+ns
-	notReadyNode(t, node)
+	plugintest.NotReadyNode(t, cs, node)
 	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: pvName},
 		Spec: corev1.PersistentVolumeSpec{Capacity: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
 			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},

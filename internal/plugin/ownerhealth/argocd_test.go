@@ -55,7 +55,7 @@ func TestExplainArgoCDDeletionError(t *testing.T) {
 	ctx := t.Context()
 	argocd := plugintest.NewNamespace(t, cs, "argocd")
 	runningStatefulSet(t, argocd, "argocd-application-controller", "argocd-application-controller")
-	grant(t, argocd, "argocd-application-controller", "argoproj.io", "applications")
+	plugintest.GrantClusterWide(t, cs, argocd, "argocd-application-controller", "argoproj.io", "applications")
 	for _, fin := range []string{"resources-finalizer.argocd.argoproj.io", "resources-finalizer.argocd.argoproj.io/foreground"} {
 		name := "guestbook"
 		if fin != "resources-finalizer.argocd.argoproj.io" {

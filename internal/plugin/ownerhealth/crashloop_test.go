@@ -65,7 +65,7 @@ func TestExplainOwnerCrashLooping(t *testing.T) {
 	t.Cleanup(func() {
 		_ = cs.AppsV1().Deployments(ops).Delete(context.Background(), dep.Name, metav1.DeleteOptions{})
 	})
-	grant(t, ops, "cert-manager", "", "configmaps")
+	plugintest.GrantClusterWide(t, cs, ops, "cert-manager", "", "configmaps")
 	var pod string
 	testenv.Eventually(t, 30*time.Second, "cert-manager's pod", func(ctx context.Context) (bool, error) {
 		l, err := cs.CoreV1().Pods(ops).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=cert-manager"})

@@ -123,7 +123,7 @@ func TestExplainCrossplaneProviderUnhealthy(t *testing.T) {
 	t.Cleanup(func() {
 		_ = cs.AppsV1().Deployments(sys).Delete(context.Background(), dep.Name, metav1.DeleteOptions{})
 	})
-	grant(t, sys, dep.Name, "s3.aws.upbound.io", "buckets")
+	plugintest.GrantClusterWide(t, cs, sys, dep.Name, "s3.aws.upbound.io", "buckets")
 	testenv.Eventually(t, 30*time.Second, "the provider's pod", func(ctx context.Context) (bool, error) {
 		l, err := cs.CoreV1().Pods(sys).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + dep.Name})
 		return err == nil && len(l.Items) == 1, err

@@ -53,8 +53,8 @@ func TestExplainCSIControllerUnhealthy(t *testing.T) {
 	csiDriver(t, "hostpath.csi.k8s.io")
 	runningDeployment(t, sys, "csi-hostpathplugin", "csi-hostpathplugin-sa", node, sidecars("hostpath")...)
 	csiDriver(t, "ebs.csi.aws.com")
-	grant(t, sys, "ebs-csi-controller-sa", "storage.k8s.io", "volumeattachments")
-	grant(t, sys, "ebs-csi-controller-sa", "", "persistentvolumes")
+	plugintest.GrantClusterWide(t, cs, sys, "ebs-csi-controller-sa", "storage.k8s.io", "volumeattachments")
+	plugintest.GrantClusterWide(t, cs, sys, "ebs-csi-controller-sa", "", "persistentvolumes")
 	if _, err := cs.AppsV1().Deployments(sys).Create(ctx, deploymentOf(sys, "ebs-csi-controller", "ebs-csi-controller-sa", 2, sidecars("ebs-plugin")...), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

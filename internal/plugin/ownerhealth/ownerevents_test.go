@@ -42,7 +42,7 @@ func TestExplainOwnerWarningEvent(t *testing.T) {
 	node := "node-" + ops
 	readyNode(t, node)
 	runningDeployment(t, ops, "bucket-operator", "bucket-operator", node)
-	grant(t, ops, "bucket-operator", "", "configmaps")
+	plugintest.GrantClusterWide(t, cs, ops, "bucket-operator", "", "configmaps")
 	ns := plugintest.NewNamespace(t, cs, "shop")
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "bucket", Namespace: ns, Finalizers: []string{"buckets.example.com/cleanup"}}}
 	got, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{FieldManager: "bucket-operator"})

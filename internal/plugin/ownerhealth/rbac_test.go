@@ -27,7 +27,7 @@ func TestExplainRBACOfTheRemover(t *testing.T) {
 	system := "system-" + argocd
 	readyNode(t, system)
 	runningDeployment(t, argocd, "argocd-server", "argocd-server", system)
-	grant(t, argocd, "argocd-server", "argoproj.io", "applications")
+	plugintest.GrantClusterWide(t, cs, argocd, "argocd-server", "argoproj.io", "applications")
 	runningStatefulSet(t, argocd, "argocd-application-controller", "argocd-application-controller")
 	app := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",

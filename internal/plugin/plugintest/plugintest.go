@@ -13,12 +13,9 @@ package plugintest
 
 import (
 	"bytes"
-	"context"
 	"flag"
-	"fmt"
 	"os"
 	"path/filepath"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,7 +23,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -105,25 +101,4 @@ func ReadOnlyKubeconfig(t testing.TB, cfg *rest.Config, cs kubernetes.Interface,
 	// RBAC is cached by the authorizer briefly.
 	time.Sleep(time.Second)
 	return path
-}
-
-var nsCounter atomic.Int64
-
-// NewNamespace creates a namespace named prefix-N for one test (short names
-// read well in docs/cli.md, where some outputs are recorded).
-func NewNamespace(t testing.TB, cs kubernetes.Interface, prefix string) string {
-	t.Helper()
-	name := fmt.Sprintf("%s-%d", prefix, nsCounter.Add(1))
-	if _, err := cs.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating namespace: %v", err)
-	}
-	return name
-}
-
-// DropFinalizers removes ConfigMap ns/name's finalizers, so a test's
-// objects go at its end; errors are ignored (it may be gone already).
-func DropFinalizers(cs kubernetes.Interface, ns, name string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	_, _ = cs.CoreV1().ConfigMaps(ns).Patch(ctx, name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
 }
