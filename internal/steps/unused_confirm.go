@@ -33,17 +33,22 @@ const confirmPageSize = 500
 func (r *Runner) confirmUnused(ctx context.Context, gk schema.GroupKind, ns, name, scope string) (*inuse.Use, error) {
 	var bindings []*inuse.Binding
 	if gk.Group == rbacv1.GroupName {
+		// A ClusterRole is granted by RoleBindings anywhere; a Role or a
+		// RoleBinding concerns its own namespace's; a ClusterRoleBinding
+		// none.
 		roleBindingsIn := scope
 		if scope == "" && (gk.Kind == "Role" || gk.Kind == "RoleBinding") {
 			roleBindingsIn = ns
 		}
-		err := listPages(ctx, r.Reader, &rbacv1.RoleBindingList{}, roleBindingsIn, func(l *rbacv1.RoleBindingList) {
-			for i := range l.Items {
-				bindings = append(bindings, inuse.BindingOf(&l.Items[i]))
+		if gk.Kind != "ClusterRoleBinding" {
+			err := listPages(ctx, r.Reader, &rbacv1.RoleBindingList{}, roleBindingsIn, func(l *rbacv1.RoleBindingList) {
+				for i := range l.Items {
+					bindings = append(bindings, inuse.BindingOf(&l.Items[i]))
+				}
+			})
+			if err != nil {
+				return nil, fmt.Errorf("listing RoleBindings: %w", err)
 			}
-		})
-		if err != nil {
-			return nil, fmt.Errorf("listing RoleBindings: %w", err)
 		}
 		if scope == "" && (gk.Kind == "ClusterRole" || gk.Kind == "ClusterRoleBinding") {
 			err := listPages(ctx, r.Reader, &rbacv1.ClusterRoleBindingList{}, "", func(l *rbacv1.ClusterRoleBindingList) {

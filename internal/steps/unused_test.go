@@ -127,6 +127,13 @@ func TestConfirmUnused(t *testing.T) {
 		},
 		wantPods: []string{"agents/a"},
 	}, {
+		name: "a ClusterRoleBinding's subjects", gk: schema.GroupKind{Group: rbacv1.GroupName, Kind: "ClusterRoleBinding"}, obj: "agent",
+		objs: []client.Object{
+			crb("agent", rbacv1.Subject{Kind: rbacv1.UserKind, Name: "system:serviceaccount:agents:agent"}),
+			podAs("agents", "a", "agent", corev1.PodRunning), podAs("agents", "b", "other", corev1.PodRunning),
+		},
+		wantPods: []string{"agents/a"},
+	}, {
 		name: "an unbound ClusterRole", gk: clusterRole, obj: "agent",
 		objs: []client.Object{podAs("agents", "a", "agent", corev1.PodRunning)},
 	}, {
