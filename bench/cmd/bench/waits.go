@@ -180,6 +180,31 @@ func (b *bench) deleteWaitPolicy(ctx context.Context, pol *teardownv1alpha1.Clus
 	}
 }
 
+// serveWaitScenario applies sc's policy, tracks its targets, and tears down
+// target 0 through it, unmeasured: the first step on a kind starts the
+// kind's watch (the unused step, its index of pods), which a running
+// controller has done long before, and a finished target shows the policy
+// serves. stop stops tracking and deletes the policy.
+func (b *bench) serveWaitScenario(ctx context.Context, sc waitScenario) (tr *waitTracker, stop func(), err error) {
+	pol, err := b.waitPolicy(ctx, sc)
+	if err != nil {
+		return nil, nil, err
+	}
+	if tr, err = b.trackWaits(ctx, sc); err != nil {
+		b.deleteWaitPolicy(ctx, pol)
+		return nil, nil, err
+	}
+	stop = func() {
+		tr.stop()
+		b.deleteWaitPolicy(ctx, pol)
+	}
+	if _, _, _, err := b.waitOne(ctx, sc, tr, 0, false); err != nil {
+		stop()
+		return nil, nil, fmt.Errorf("first, unmeasured target: %w", err)
+	}
+	return tr, stop, nil
+}
+
 // waitScenario runs one scenario's controller and policy, then measures
 // it at light load and with every target at once.
 func (b *bench) waitScenario(ctx context.Context, sc waitScenario) error {
@@ -190,23 +215,11 @@ func (b *bench) waitScenario(ctx context.Context, sc waitScenario) error {
 		return err
 	}
 	defer c.stop()
-	pol, err := b.waitPolicy(ctx, sc)
+	tr, stop, err := b.serveWaitScenario(ctx, sc)
 	if err != nil {
 		return err
 	}
-	defer b.deleteWaitPolicy(ctx, pol)
-	tr, err := b.trackWaits(ctx, sc)
-	if err != nil {
-		return err
-	}
-	defer tr.stop()
-
-	// Not measured: the first step on a kind starts the kind's watch (the
-	// unused step, its index of pods), which a running controller has done
-	// long before.
-	if _, _, _, err := b.waitOne(ctx, sc, tr, 0, false); err != nil {
-		return fmt.Errorf("warm-up target: %w", err)
-	}
+	defer stop()
 
 	// Light load: one target at a time, its last user going at a random
 	// moment within the poll interval after the cleanup is pending, as a

@@ -60,21 +60,13 @@ func (b *bench) unusedRSS(ctx context.Context) error {
 		return err
 	}
 	sc := waitScenario{name: "unused-rss", unused: true, eventDriven: true}
-	pol, err := b.waitPolicy(ctx, sc)
-	if err != nil {
-		return err
-	}
-	defer b.deleteWaitPolicy(ctx, pol)
 	// One target torn down proves the index serves the step before memory
 	// is read.
-	tr, err := b.trackWaits(ctx, sc)
+	_, stop, err := b.serveWaitScenario(ctx, sc)
 	if err != nil {
 		return err
 	}
-	defer tr.stop()
-	if _, _, _, err := b.waitOne(ctx, sc, tr, 0, false); err != nil {
-		return fmt.Errorf("probe target: %w", err)
-	}
+	defer stop()
 	if m.With, m.AnonWith, err = b.settledRSS(ctx, c); err != nil {
 		return err
 	}
