@@ -19,6 +19,7 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -89,6 +90,11 @@ func TestMetricsNeedAuthorization(t *testing.T) {
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "prometheus"}},
 	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	access := testenv.Access(rbacv1.ServiceAccountKind, ns, "prometheus", authorizationv1.ResourceAttributes{})
+	access.ResourceAttributes, access.NonResourceAttributes = nil, &authorizationv1.NonResourceAttributes{Verb: "get", Path: "/metrics"}
+	if err := testenv.WaitAllowed(t.Context(), admin, access); err != nil {
 		t.Fatal(err)
 	}
 

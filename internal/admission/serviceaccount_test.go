@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -18,6 +19,7 @@ import (
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/internal/controller"
+	"github.com/teardown-dev/teardown/internal/testenv"
 )
 
 // TestPolicyAuthorMustBeAbleToActAsItsServiceAccount: a TeardownPolicy's
@@ -67,6 +69,12 @@ func TestPolicyAuthorMustBeAbleToActAsItsServiceAccount(t *testing.T) {
 	}
 	cleanerOnly := userClient("policy-writer-cleaner", writer, rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "act-as-cleaner"})
 	editor := userClient("namespace-editor", writer, rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "edit"})
+	for user, sa := range map[string]string{"policy-writer-cleaner": "cleaner", "namespace-editor": "admin"} {
+		if err := testenv.WaitAllowed(t.Context(), admin, testenv.Access(rbacv1.UserKind, "", user, authorizationv1.ResourceAttributes{
+			Namespace: ns, Verb: "impersonate", Resource: "serviceaccounts", Name: sa})); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	policy := func(name, sa string) *teardownv1alpha1.TeardownPolicy {
 		return &teardownv1alpha1.TeardownPolicy{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: teardownv1alpha1.TeardownPolicySpec{

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -223,13 +224,17 @@ func configMap(t *testing.T, ns, name string, finalizers []string, annotations m
 }
 
 // grant binds clusterRole to a subject (User or ServiceAccount
-// "namespace:name") within ns.
+// "namespace:name") within ns, and returns once it is in effect.
 func grant(t *testing.T, ns, kind, subject, clusterRole string) {
 	t.Helper()
+	// Every role granted here lets its holder patch ConfigMaps in ns.
+	may := authorizationv1.ResourceAttributes{Namespace: ns, Verb: "patch", Resource: "configmaps"}
 	s := rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: subject}
+	access := testenv.Access(kind, "", subject, may)
 	if kind == rbacv1.ServiceAccountKind {
 		saNS, saName, _ := strings.Cut(subject, ":")
 		s = rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: saNS, Name: saName}
+		access = testenv.Access(kind, saNS, saName, may)
 	}
 	_, err := admin.RbacV1().RoleBindings(ns).Create(t.Context(), &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "vap-test-"},
@@ -237,6 +242,9 @@ func grant(t *testing.T, ns, kind, subject, clusterRole string) {
 		Subjects:   []rbacv1.Subject{s},
 	}, metav1.CreateOptions{})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := testenv.WaitAllowed(t.Context(), admin, access); err != nil {
 		t.Fatal(err)
 	}
 }

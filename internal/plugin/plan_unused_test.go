@@ -13,11 +13,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/teardown-dev/teardown/internal/testenv"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -284,7 +285,9 @@ func kubeconfigWithRules(t *testing.T, name string, rules []rbacv1.PolicyRule) s
 	if err := clientcmd.WriteToFile(*kc, path); err != nil {
 		t.Fatal(err)
 	}
-	// The authorizer caches RBAC briefly.
-	time.Sleep(time.Second)
+	if err := testenv.WaitAllowed(ctx, cs, testenv.Access(rbacv1.ServiceAccountKind, "default", name, authorizationv1.ResourceAttributes{
+		Group: rules[0].APIGroups[0], Resource: rules[0].Resources[0], Verb: rules[0].Verbs[0]})); err != nil {
+		t.Fatal(err)
+	}
 	return path
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -44,7 +45,8 @@ func NewNamespace(t testing.TB, c client.Client) string {
 }
 
 // GrantServiceAccount binds clusterRole (such as the built-in "edit") to
-// ServiceAccount sa in namespace ns, within ns.
+// ServiceAccount sa in namespace ns, within ns, and returns once the
+// authorizer lets sa get ConfigMaps there (so clusterRole must allow that).
 func GrantServiceAccount(ctx context.Context, c client.Client, ns, sa, clusterRole string) error {
 	binding := &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: sa + "-" + clusterRole, Namespace: ns},
@@ -54,7 +56,9 @@ func GrantServiceAccount(ctx context.Context, c client.Client, ns, sa, clusterRo
 	if err := c.Create(ctx, binding); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("granting %s to ServiceAccount %s/%s: %w", clusterRole, ns, sa, err)
 	}
-	return nil
+	// Every role this grants lets its holder get ConfigMaps in ns.
+	return waitAllowedClient(ctx, c, Access(rbacv1.ServiceAccountKind, ns, sa,
+		authorizationv1.ResourceAttributes{Namespace: ns, Verb: "get", Resource: "configmaps"}))
 }
 
 // Eventually polls cond every 50ms until it holds, failing the test after

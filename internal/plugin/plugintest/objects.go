@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/teardown-dev/teardown/internal/testenv"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -77,4 +79,10 @@ func GrantClusterWide(t testing.TB, cs kubernetes.Interface, ns, sa, group strin
 		_ = cs.RbacV1().ClusterRoleBindings().Delete(context.Background(), name, metav1.DeleteOptions{})
 		_ = cs.RbacV1().ClusterRoles().Delete(context.Background(), name, metav1.DeleteOptions{})
 	})
+	// Diagnoses read this identity's RBAC: a grant not yet in effect would
+	// be reported as missing.
+	if err := testenv.WaitAllowed(t.Context(), cs, testenv.Access(rbacv1.ServiceAccountKind, ns, sa,
+		authorizationv1.ResourceAttributes{Group: group, Resource: resources[0], Verb: "patch"})); err != nil {
+		t.Fatal(err)
+	}
 }

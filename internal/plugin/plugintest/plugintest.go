@@ -17,9 +17,9 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -98,7 +98,9 @@ func ReadOnlyKubeconfig(t testing.TB, cfg *rest.Config, cs kubernetes.Interface,
 	if err := clientcmd.WriteToFile(*kc, path); err != nil {
 		t.Fatal(err)
 	}
-	// RBAC is cached by the authorizer briefly.
-	time.Sleep(time.Second)
+	if err := testenv.WaitAllowed(ctx, cs, testenv.Access(rbacv1.ServiceAccountKind, "default", name,
+		authorizationv1.ResourceAttributes{Verb: "list", Resource: "pods"})); err != nil {
+		t.Fatal(err)
+	}
 	return path
 }
