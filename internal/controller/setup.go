@@ -109,10 +109,10 @@ func CacheOptions() cache.Options {
 	return cache.Options{DefaultTransform: cachetransform.New()}
 }
 
-// Unused steps read every pod and binding, through the index of
-// internal/inuse.
+// Unused steps read every pod and binding, and which ClusterRoles aggregate
+// which, through the index of internal/inuse.
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch
-// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings;clusterrolebindings,verbs=list;watch
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings;clusterrolebindings;clusterroles,verbs=list;watch
 
 // Setup adds the policy and target controllers to mgr.
 func Setup(mgr ctrl.Manager, opts Options) error {

@@ -254,6 +254,85 @@ func TestUnusedHoldsWhilePodsUseIt(t *testing.T) {
 	}
 }
 
+// TestUnusedHoldsAnAggregatedClusterRole: a chart's ClusterRole aggregated
+// into the ClusterRole its pods are bound to (as charts extend "edit" or
+// their own umbrella role) grants them its rules through the aggregation:
+// kube-controller-manager's clusterrole-aggregation controller takes them
+// away when it goes. It stays while a pod bound to the aggregating role
+// runs, the pods keep its rights throughout, and it goes after the last.
+func TestUnusedHoldsAnAggregatedClusterRole(t *testing.T) {
+	ns := testenv.NewNamespace(t, k8s)
+	app := "addon-" + ns
+	labels := map[string]string{"app": app}
+	pol := &teardownv1alpha1.ClusterTeardownPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "unused-" + ns},
+		Spec: teardownv1alpha1.TeardownPolicySpec{
+			Targets: []teardownv1alpha1.Target{{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Selector: selector("app", app)}},
+			Steps:   []teardownv1alpha1.Step{unusedStep()},
+		},
+	}
+	create(t, pol)
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), pol) })
+	mustBeReady(t, pol)
+	key := "teardown.dev/" + pol.Name
+
+	// addon grants get nodes; umbrella aggregates it and is what the
+	// ServiceAccount is bound to. Neither is a target but addon.
+	aggregateLabel := "aggregate-to-" + app
+	addon := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: app, Labels: map[string]string{"app": app, aggregateLabel: "true"}},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get"}}}}
+	// Short names: status messages are bounded (to 256 characters).
+	umbrellaName := "umbrella-" + ns[strings.LastIndex(ns, "-")+1:]
+	umbrella := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: umbrellaName},
+		AggregationRule: &rbacv1.AggregationRule{ClusterRoleSelectors: []metav1.LabelSelector{{MatchLabels: map[string]string{aggregateLabel: "true"}}}}}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: umbrellaName},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: umbrella.Name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: app, Namespace: ns}}}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: app, Namespace: ns}}
+	for _, o := range []client.Object{sa, addon, umbrella, binding} {
+		create(t, o)
+	}
+	t.Cleanup(func() {
+		_ = k8s.Delete(context.Background(), binding)
+		_ = k8s.Delete(context.Background(), umbrella)
+	})
+	// The pods' rights come only through the aggregation.
+	if err := testenv.WaitAllowedClient(t.Context(), k8s, testenv.Access(rbacv1.ServiceAccountKind, ns, app,
+		authorizationv1.ResourceAttributes{Verb: "get", Resource: "nodes", Version: "v1"})); err != nil {
+		t.Fatal(err)
+	}
+	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: ns, Labels: labels}, Spec: appsv1.DaemonSetSpec{
+		Selector: &metav1.LabelSelector{MatchLabels: labels},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+			Spec: corev1.PodSpec{ServiceAccountName: app, Containers: []corev1.Container{{Name: "agent", Image: "agent:1"}}}},
+	}}
+	create(t, ds)
+	pod := agentPod(ds, "agent-0", ds.Spec.Template.Spec)
+	create(t, pod)
+	testenv.Eventually(t, 20*time.Second, "the finalizer on the aggregated ClusterRole", hasFinalizer(addon, key))
+
+	del(t, addon)
+	del(t, pod)
+	blockedMessage(t, pol, "ClusterRole", addon.Name,
+		"pod "+ns+"/agent-0 of DaemonSet "+ns+"/agent still runs with this ClusterRole's rights (through ClusterRoleBinding "+
+			binding.Name+" to ClusterRole "+umbrella.Name+", which aggregates")
+	allStay(t, "a pod bound to the aggregating ClusterRole runs", addon)
+	mayGetNodes(t, ns, app)
+
+	releasePod(t, pod)
+	took := goneWithin(t, 10*time.Second, "the aggregated ClusterRole", addon)
+	t.Logf("the aggregated ClusterRole went %s after the last pod", took.Round(time.Millisecond))
+	// What it held was real: with it gone, the aggregation controller takes
+	// its rules out of the umbrella.
+	testenv.Eventually(t, 30*time.Second, "the umbrella to lose the addon's rules", func(ctx context.Context) (bool, error) {
+		got := &rbacv1.ClusterRole{}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(umbrella), got); err != nil {
+			return false, err
+		}
+		return len(got.Rules) == 0, nil
+	})
+}
+
 // TestUnusedCountsOnlyPodsThatUseIt: what does not hold, and what holds
 // without naming the object.
 func TestUnusedCountsOnlyPodsThatUseIt(t *testing.T) {

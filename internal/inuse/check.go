@@ -8,6 +8,7 @@ package inuse
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -65,9 +66,10 @@ func (x *Index) Check(w Waiter, gk schema.GroupKind, ns, name, scope string) (*U
 }
 
 // stores are the records a lookup reads: the informers' stores (Index) or
-// those of pods and bindings listed once (Snapshot), with the same indexers.
+// those of pods, bindings and ClusterRoles listed once (Snapshot), with the
+// same indexers.
 type stores struct {
-	pods, roleBindings, clusterRoleBindings cache.Indexer
+	pods, roleBindings, clusterRoleBindings, clusterRoles cache.Indexer
 }
 
 func newStores() stores {
@@ -75,6 +77,7 @@ func newStores() stores {
 		pods:                cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, podIndexers),
 		roleBindings:        cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, bindingIndexers),
 		clusterRoleBindings: cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, bindingIndexers),
+		clusterRoles:        cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, cache.Indexers{}),
 	}
 }
 
@@ -119,27 +122,41 @@ func (s *stores) podKeysOf(gk schema.GroupKind, ns, name, scope string, hold fun
 			keys = b.Subjects
 		}
 	case roleKind, clusterRoleKind:
-		rk := roleKey(gk.Kind, ns, name)
-		hold(rk)
+		// The role itself, and for a ClusterRole every ClusterRole that
+		// aggregates it, each with the one it aggregates.
+		roles := map[string]string{name: ""}
 		stores := []cache.Indexer{s.roleBindings}
 		if gk == clusterRoleKind {
 			stores = append(stores, s.clusterRoleBindings)
+			// Any ClusterRole's change may change what aggregates it.
+			hold(clusterRolesKey)
+			maps.Copy(roles, aggregators(s.clusterRoles.List(), name))
 		}
-		for _, store := range stores {
-			objs, err := store.ByIndex(roleIndex, rk)
-			if err != nil {
-				return nil, nil, fmt.Errorf("looking up the bindings of %s %s: %w", gk.Kind, name, err)
+		for _, roleName := range slices.Sorted(maps.Keys(roles)) {
+			rk := roleKey(gk.Kind, ns, roleName)
+			hold(rk)
+			suffix := ""
+			if aggregated := roles[roleName]; aggregated == name {
+				suffix = " to ClusterRole " + roleName + ", which aggregates it"
+			} else if aggregated != "" {
+				suffix = " to ClusterRole " + roleName + ", which aggregates ClusterRole " + aggregated
 			}
-			for _, obj := range objs {
-				b, ok := obj.(*Binding)
-				if !ok {
-					continue
+			for _, store := range stores {
+				objs, err := store.ByIndex(roleIndex, rk)
+				if err != nil {
+					return nil, nil, fmt.Errorf("looking up the bindings of %s %s: %w", gk.Kind, roleName, err)
 				}
-				for _, k := range b.Subjects {
-					if !slices.Contains(keys, k) {
-						keys = append(keys, k)
+				for _, obj := range objs {
+					b, ok := obj.(*Binding)
+					if !ok {
+						continue
 					}
-					through[k] = append(through[k], b.Kind()+" "+objectName(b.Namespace, b.Name))
+					for _, k := range b.Subjects {
+						if !slices.Contains(keys, k) {
+							keys = append(keys, k)
+						}
+						through[k] = append(through[k], b.Kind()+" "+objectName(b.Namespace, b.Name)+suffix)
+					}
 				}
 			}
 		}

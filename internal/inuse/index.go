@@ -5,13 +5,14 @@ SPDX-License-Identifier: Apache-2.0
 
 // Package inuse knows which pods use which ServiceAccounts, Secrets,
 // ConfigMaps and RBAC objects, for the unused step: a reference index over
-// every pod and binding of the cluster, kept small (only what a use needs)
-// and started only when a policy with an unused step is served.
+// every pod, binding and ClusterRole of the cluster, kept small (only what
+// a use needs) and started only when a policy with an unused step is
+// served.
 //
 // It wakes the cleanups that wait on a use as soon as that use ends: a step
 // that finds its target in use leaves a Waiter under each reference it
-// waits on, and a change of a pod or binding behind one of them wakes it
-// (once: the next pending run registers again).
+// waits on, and a change of a pod, binding or ClusterRole behind one of
+// them wakes it (once: the next pending run registers again).
 package inuse
 
 import (
@@ -20,7 +21,6 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -53,6 +53,10 @@ const (
 	roleIndex = "role"
 	// syncedKey is the wait key of cleanups waiting for the index to sync.
 	syncedKey = "synced"
+	// clusterRolesKey is the wait key of cleanups whose answer rests on
+	// which ClusterRoles aggregate which: any ClusterRole's change or
+	// deletion wakes them (ClusterRoles seldom change).
+	clusterRolesKey = "clusterroles"
 )
 
 func secretKey(ns, name string) string    { return "Secret/" + ns + "/" + name }
@@ -108,6 +112,8 @@ func transform(obj any) (any, error) {
 		return BindingOf(o), nil
 	case *rbacv1.ClusterRoleBinding:
 		return ClusterBindingOf(o), nil
+	case *rbacv1.ClusterRole:
+		return ClusterRoleOf(o), nil
 	}
 	return obj, nil
 }
@@ -147,13 +153,6 @@ type Index struct {
 	// reverse, with each waiter's safety-net timer.
 	waiting    map[string]map[Waiter]struct{}
 	registered map[Waiter]*registration
-}
-
-// registration is what a waiter is registered under.
-type registration struct {
-	keys []string
-	// timer wakes the waiter if nothing else does (Recheck).
-	timer *time.Timer
 }
 
 // New returns an index that reads the cluster with config and calls wake
@@ -216,6 +215,7 @@ func (x *Index) startLocked() error {
 	pods := factory.Core().V1().Pods().Informer()
 	rbs := factory.Rbac().V1().RoleBindings().Informer()
 	crbs := factory.Rbac().V1().ClusterRoleBindings().Informer()
+	crs := factory.Rbac().V1().ClusterRoles().Informer()
 	if err := pods.AddIndexers(podIndexers); err != nil {
 		return err
 	}
@@ -240,7 +240,15 @@ func (x *Index) startLocked() error {
 			return err
 		}
 	}
-	x.stores = stores{pods: pods.GetIndexer(), roleBindings: rbs.GetIndexer(), clusterRoleBindings: crbs.GetIndexer()}
+	// A new ClusterRole only adds uses: no one to wake.
+	if _, err := crs.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(oldObj, newObj any) { x.clusterRoleChanged(ctx, oldObj, newObj) },
+		DeleteFunc: func(obj any) { x.clusterRoleChanged(ctx, obj, nil) },
+	}); err != nil {
+		return err
+	}
+	x.stores = stores{pods: pods.GetIndexer(), roleBindings: rbs.GetIndexer(), clusterRoleBindings: crbs.GetIndexer(),
+		clusterRoles: crs.GetIndexer()}
 	x.started = true
 	factory.Start(ctx.Done())
 	go func() {
@@ -295,111 +303,12 @@ func (x *Index) bindingChanged(ctx context.Context, oldObj, newObj any) {
 	x.wakeKeys(ctx, keys...)
 }
 
-// hold registers w under keys.
-func (x *Index) hold(w Waiter, keys ...string) {
-	x.waitMu.Lock()
-	defer x.waitMu.Unlock()
-	reg := x.registered[w]
-	if reg == nil {
-		reg = &registration{}
-		x.registered[w] = reg
-	}
-	for _, k := range keys {
-		set := x.waiting[k]
-		if set == nil {
-			set = map[Waiter]struct{}{}
-			x.waiting[k] = set
-		}
-		if _, ok := set[w]; !ok {
-			set[w] = struct{}{}
-			reg.keys = append(reg.keys, k)
-		}
-	}
-}
-
-// Recheck wakes w after d unless a change wakes it first: the safety net of
-// a pending step, which asks for no requeue of its own (pkg/finalizer would
-// hold back every wake until a requeue's time).
-func (x *Index) Recheck(w Waiter, d time.Duration) {
-	x.waitMu.Lock()
-	defer x.waitMu.Unlock()
-	reg := x.registered[w]
-	if reg == nil {
-		reg = &registration{}
-		x.registered[w] = reg
-	}
-	if reg.timer != nil {
-		reg.timer.Stop()
-	}
-	reg.timer = time.AfterFunc(d, func() {
-		x.waitMu.Lock()
-		current := x.registered[w] == reg
-		if current {
-			x.forgetLocked(w)
-		}
-		x.waitMu.Unlock()
-		if current {
-			x.wake(x.runContext(), w)
-		}
-	})
-}
-
-// runContext is the context the index runs under; Background before Start.
-func (x *Index) runContext() context.Context {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.ctx == nil {
-		return context.Background()
-	}
-	return x.ctx
-}
-
-// Forget drops every registration of w.
-func (x *Index) Forget(w Waiter) {
-	x.waitMu.Lock()
-	defer x.waitMu.Unlock()
-	x.forgetLocked(w)
-}
-
-func (x *Index) forgetLocked(w Waiter) {
-	reg := x.registered[w]
-	if reg == nil {
+// clusterRoleChanged wakes the cleanups whose answer rests on aggregation
+// when a ClusterRole's labels or aggregationRule changed, or it went.
+func (x *Index) clusterRoleChanged(ctx context.Context, oldObj, newObj any) {
+	old, _ := unknownState(oldObj).(*ClusterRole)
+	if cur, ok := newObj.(*ClusterRole); ok && old != nil && cur.equal(old) {
 		return
 	}
-	for _, k := range reg.keys {
-		delete(x.waiting[k], w)
-		if len(x.waiting[k]) == 0 {
-			delete(x.waiting, k)
-		}
-	}
-	if reg.timer != nil {
-		reg.timer.Stop()
-	}
-	delete(x.registered, w)
-}
-
-// wakeKeys wakes, and forgets, every waiter under keys.
-func (x *Index) wakeKeys(ctx context.Context, keys ...string) {
-	var woken []Waiter
-	x.waitMu.Lock()
-	for _, k := range keys {
-		for w := range x.waiting[k] {
-			woken = append(woken, w)
-			x.forgetLocked(w)
-		}
-	}
-	x.waitMu.Unlock()
-	if len(woken) > 0 {
-		klog.FromContext(ctx).V(1).Info("A use may have ended; waking the cleanups that wait on it", "keys", keys, "woken", len(woken))
-	}
-	for _, w := range woken {
-		x.wake(ctx, w)
-	}
-}
-
-// Waiting is how many cleanups are registered, for tests and metrics.
-func (x *Index) Waiting() int {
-	x.waitMu.Lock()
-	defer x.waitMu.Unlock()
-	return len(x.registered)
+	x.wakeKeys(ctx, clusterRolesKey)
 }

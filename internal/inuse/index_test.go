@@ -33,9 +33,7 @@ func newTestIndex() (*Index, *[]Waiter) {
 		defer mu.Unlock()
 		*woken = append(*woken, w)
 	})
-	x.pods = cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, podIndexers)
-	x.roleBindings = cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, bindingIndexers)
-	x.clusterRoleBindings = cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, bindingIndexers)
+	x.stores = newStores()
 	x.synced.Store(true)
 	return x, woken
 }
@@ -212,6 +210,26 @@ func TestCheck(t *testing.T) {
 	add(x.roleBindings, BindingOf(&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "other", Name: "ns-group"},
 		RoleRef:  rbacv1.RoleRef{Kind: "ClusterRole", Name: "agent"},
 		Subjects: []rbacv1.Subject{{Kind: "Group", Name: "system:serviceaccounts:other"}}}))
+	// Aggregation: "addon" is aggregated into "edit-extra", itself
+	// aggregated into "edit-all", which other/web's ServiceAccount is bound
+	// to; "selects-nothing" has an aggregationRule matching no label here.
+	for _, cr := range []*rbacv1.ClusterRole{
+		{ObjectMeta: metav1.ObjectMeta{Name: "addon", Labels: map[string]string{"aggregate-to-edit-extra": "true"}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "edit-extra", Labels: map[string]string{"aggregate-to-edit-all": "true"}},
+			AggregationRule: &rbacv1.AggregationRule{ClusterRoleSelectors: []metav1.LabelSelector{{MatchLabels: map[string]string{"aggregate-to-edit-extra": "true"}}}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "edit-all"},
+			AggregationRule: &rbacv1.AggregationRule{ClusterRoleSelectors: []metav1.LabelSelector{{MatchLabels: map[string]string{"unrelated": "x"}}, {MatchLabels: map[string]string{"aggregate-to-edit-all": "true"}}}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "selects-nothing"},
+			AggregationRule: &rbacv1.AggregationRule{ClusterRoleSelectors: []metav1.LabelSelector{{MatchLabels: map[string]string{"nothing": "here"}}}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "lone", Labels: map[string]string{"nothing": "there"}}},
+	} {
+		if err := x.clusterRoles.Add(ClusterRoleOf(cr)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add(x.clusterRoleBindings, ClusterBindingOf(&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "web-edit"},
+		RoleRef:  rbacv1.RoleRef{Kind: "ClusterRole", Name: "edit-all"},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: "other", Name: "default"}}}))
 
 	rbac := "rbac.authorization.k8s.io"
 	cases := []struct {
@@ -238,6 +256,13 @@ func TestCheck(t *testing.T) {
 		{"a TeardownPolicy's view of a RoleBinding to another namespace's ServiceAccount", schema.GroupKind{Group: rbac, Kind: "RoleBinding"}, "other", "web", "agents-not",
 			nil, nil},
 		{"a binding that is gone", schema.GroupKind{Group: rbac, Kind: "RoleBinding"}, "other", "gone", "", nil, nil},
+		{"ClusterRole aggregated into one aggregated into a bound one", schema.GroupKind{Group: rbac, Kind: "ClusterRole"}, "", "addon", "",
+			[]string{"other/web"}, []string{"ClusterRoleBinding web-edit to ClusterRole edit-all, which aggregates ClusterRole edit-extra"}},
+		{"ClusterRole aggregated into a bound one", schema.GroupKind{Group: rbac, Kind: "ClusterRole"}, "", "edit-extra", "",
+			[]string{"other/web"}, []string{"ClusterRoleBinding web-edit to ClusterRole edit-all, which aggregates it"}},
+		{"the aggregating ClusterRole itself", schema.GroupKind{Group: rbac, Kind: "ClusterRole"}, "", "edit-all", "",
+			[]string{"other/web"}, []string{"ClusterRoleBinding web-edit"}},
+		{"a ClusterRole no aggregationRule selects", schema.GroupKind{Group: rbac, Kind: "ClusterRole"}, "", "lone", "", nil, nil},
 	}
 	// kubectl teardown plan's Snapshot of the same records answers the same.
 	var pods []*Pod
@@ -248,7 +273,11 @@ func TestCheck(t *testing.T) {
 	for _, obj := range append(x.roleBindings.List(), x.clusterRoleBindings.List()...) {
 		bindings = append(bindings, obj.(*Binding))
 	}
-	snap, err := NewSnapshot(pods, bindings)
+	var clusterRoles []*ClusterRole
+	for _, obj := range x.clusterRoles.List() {
+		clusterRoles = append(clusterRoles, obj.(*ClusterRole))
+	}
+	snap, err := NewSnapshot(pods, bindings, clusterRoles)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,6 +381,37 @@ func TestWake(t *testing.T) {
 		t.Fatalf("woken by the binding's edit (-want +got):\n%s", diff)
 	}
 	_ = rec
+
+	// A ClusterRole used through one that aggregates it is woken when the
+	// aggregating one stops selecting it, not when an unrelated
+	// ClusterRole's rules change.
+	source := ClusterRoleOf(&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "addon", Labels: map[string]string{"to-agent": "true"}}})
+	aggregating := ClusterRoleOf(&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "agent", ResourceVersion: "1"},
+		AggregationRule: &rbacv1.AggregationRule{ClusterRoleSelectors: []metav1.LabelSelector{{MatchLabels: map[string]string{"to-agent": "true"}}}}})
+	for _, r := range []*ClusterRole{source, aggregating} {
+		if err := x.clusterRoles.Add(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := x.clusterRoleBindings.Update(b); err != nil {
+		t.Fatal(err)
+	}
+	wa := waiter(crGVK, "", "addon")
+	if use, err := x.Check(wa, schema.GroupKind{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole"}, "", "addon", ""); err != nil || len(use.Pods) != 1 {
+		t.Fatalf("Check addon = %v, %v; want one user through agent", use, err)
+	}
+	*woken = nil
+	rulesOnly := *aggregating
+	rulesOnly.ResourceVersion = "2"
+	x.clusterRoleChanged(ctx, aggregating, &rulesOnly)
+	if len(*woken) != 0 {
+		t.Fatalf("woken by a change that aggregates alike: %v", *woken)
+	}
+	stopped := ClusterRoleOf(&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "agent", ResourceVersion: "3"}})
+	x.clusterRoleChanged(ctx, &rulesOnly, stopped)
+	if !slices.Contains(*woken, wa) {
+		t.Fatalf("woken %v when agent stopped aggregating addon; want %v", *woken, wa)
+	}
 }
 
 func TestNotSyncedWaitsForSync(t *testing.T) {

@@ -13,8 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// Snapshot answers who uses what from pods and bindings listed once, as
-// kubectl teardown plan does: the same records (PodOf, BindingOf) and the
+// Snapshot answers who uses what from pods, bindings and ClusterRoles listed
+// once, as kubectl teardown plan does: the same records (PodOf, BindingOf,
+// ClusterRoleOf) and the
 // same lookup as the controller's Index, so that the two cannot disagree on
 // what counts as a use. It watches nothing and wakes nobody.
 type Snapshot struct {
@@ -23,9 +24,15 @@ type Snapshot struct {
 
 // NewSnapshot indexes pods and bindings (RoleBindings and
 // ClusterRoleBindings alike: a Binding with no namespace is a
-// ClusterRoleBinding).
-func NewSnapshot(pods []*Pod, bindings []*Binding) (*Snapshot, error) {
+// ClusterRoleBinding), and the ClusterRoles that tell which aggregate which
+// (needed only to answer for a ClusterRole).
+func NewSnapshot(pods []*Pod, bindings []*Binding, clusterRoles []*ClusterRole) (*Snapshot, error) {
 	s := &Snapshot{stores: newStores()}
+	for _, r := range clusterRoles {
+		if err := s.clusterRoles.Add(r); err != nil {
+			return nil, fmt.Errorf("indexing ClusterRole %s: %w", r.Name, err)
+		}
+	}
 	for _, p := range pods {
 		if err := s.pods.Add(p); err != nil {
 			return nil, fmt.Errorf("indexing pod %s/%s: %w", p.Namespace, p.Name, err)

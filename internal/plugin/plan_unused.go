@@ -160,15 +160,16 @@ func (u *PlanUnused) fill(snap *inuse.Snapshot, gk schema.GroupKind, obj diagnos
 // only when one names every ServiceAccount).
 func listUses(ctx context.Context, kube kubernetes.Interface, queries []unusedQuery) (*inuse.Snapshot, error) {
 	var bindingNamespaces []string
-	clusterBindings := false
+	clusterBindings, aggregation := false, false
 	for _, q := range queries {
 		switch q.gk.Kind {
 		case "Role", "RoleBinding":
 			bindingNamespaces = append(bindingNamespaces, q.node.Object.Namespace)
 		case "ClusterRole":
-			// RoleBindings of any namespace may grant it.
+			// RoleBindings of any namespace may grant it, and bindings to a
+			// ClusterRole that aggregates it.
 			bindingNamespaces = append(bindingNamespaces, metav1.NamespaceAll)
-			clusterBindings = true
+			clusterBindings, aggregation = true, true
 		case "ClusterRoleBinding":
 			clusterBindings = true
 		}
@@ -198,7 +199,20 @@ func listUses(ctx context.Context, kube kubernetes.Interface, queries []unusedQu
 			return nil, fmt.Errorf("cannot tell which pods use it: listing ClusterRoleBindings: %w", err)
 		}
 	}
-	bindingsOnly, err := inuse.NewSnapshot(nil, bindings)
+	var clusterRoles []*inuse.ClusterRole
+	if aggregation {
+		err := eachListItem(ctx, func(opts metav1.ListOptions) (runtime.Object, error) {
+			return kube.RbacV1().ClusterRoles().List(ctx, opts)
+		}, func(obj runtime.Object) {
+			if r, ok := obj.(*rbacv1.ClusterRole); ok {
+				clusterRoles = append(clusterRoles, inuse.ClusterRoleOf(r))
+			}
+		})
+		if err != nil {
+			return nil, fmt.Errorf("cannot tell which pods use it: listing ClusterRoles: %w", err)
+		}
+	}
+	bindingsOnly, err := inuse.NewSnapshot(nil, bindings, clusterRoles)
 	if err != nil {
 		return nil, err
 	}
@@ -226,7 +240,7 @@ func listUses(ctx context.Context, kube kubernetes.Interface, queries []unusedQu
 			return nil, fmt.Errorf("cannot tell which pods use it: listing pods%s: %w", inNamespace(ns), err)
 		}
 	}
-	return inuse.NewSnapshot(pods, bindings)
+	return inuse.NewSnapshot(pods, bindings, clusterRoles)
 }
 
 // namespacesToList reduces namespaces to the lists to make: just "" (every

@@ -24,14 +24,27 @@ const confirmPageSize = 500
 
 // confirmUnused answers, from the API server rather than the index, who uses
 // the object ns/name of kind gk among the pods of namespace scope (every
-// namespace when empty): the bindings a role or binding is granted through,
-// then the pods of only the namespaces those name. It runs once per
+// namespace when empty): for a ClusterRole the ClusterRoles that aggregate
+// it, the bindings a role or binding is granted through, then the pods of
+// only the namespaces those name. It runs once per
 // release, when the index says nobody uses the object; it lists as the
 // controller, as the index watches (a TeardownPolicy's answer is narrowed to
 // its namespace, as the index's is), and with the same lookup
 // (inuse.Snapshot), so the two cannot disagree on what a use is.
 func (r *Runner) confirmUnused(ctx context.Context, gk schema.GroupKind, ns, name, scope string) (*inuse.Use, error) {
 	var bindings []*inuse.Binding
+	var clusterRoles []*inuse.ClusterRole
+	if gk.Kind == "ClusterRole" && gk.Group == rbacv1.GroupName {
+		// Bindings to a ClusterRole that aggregates it grant its rules too.
+		err := listPages(ctx, r.Reader, &rbacv1.ClusterRoleList{}, "", func(l *rbacv1.ClusterRoleList) {
+			for i := range l.Items {
+				clusterRoles = append(clusterRoles, inuse.ClusterRoleOf(&l.Items[i]))
+			}
+		})
+		if err != nil {
+			return nil, fmt.Errorf("listing ClusterRoles: %w", err)
+		}
+	}
 	if gk.Group == rbacv1.GroupName {
 		// A ClusterRole is granted by RoleBindings anywhere; a Role or a
 		// RoleBinding concerns its own namespace's; a ClusterRoleBinding
@@ -61,7 +74,7 @@ func (r *Runner) confirmUnused(ctx context.Context, gk schema.GroupKind, ns, nam
 			}
 		}
 	}
-	grants, err := inuse.NewSnapshot(nil, bindings)
+	grants, err := inuse.NewSnapshot(nil, bindings, clusterRoles)
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +96,7 @@ func (r *Runner) confirmUnused(ctx context.Context, gk schema.GroupKind, ns, nam
 			return nil, fmt.Errorf("listing pods: %w", err)
 		}
 	}
-	snap, err := inuse.NewSnapshot(pods, bindings)
+	snap, err := inuse.NewSnapshot(pods, bindings, clusterRoles)
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +106,7 @@ func (r *Runner) confirmUnused(ctx context.Context, gk schema.GroupKind, ns, nam
 // pageList is a list with a continue token.
 type pageList interface {
 	client.ObjectList
-	*corev1.PodList | *rbacv1.RoleBindingList | *rbacv1.ClusterRoleBindingList
+	*corev1.PodList | *rbacv1.RoleBindingList | *rbacv1.ClusterRoleBindingList | *rbacv1.ClusterRoleList
 }
 
 // listPages lists every object of list's kind in namespace ("" for all), a

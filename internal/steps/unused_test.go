@@ -134,6 +134,16 @@ func TestConfirmUnused(t *testing.T) {
 		},
 		wantPods: []string{"agents/a"},
 	}, {
+		name: "a ClusterRole aggregated into a bound one", gk: clusterRole, obj: "addon",
+		objs: []client.Object{
+			&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "addon", Labels: map[string]string{"aggregate-to-agent": "true"}}},
+			&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "agent"}, AggregationRule: &rbacv1.AggregationRule{
+				ClusterRoleSelectors: []metav1.LabelSelector{{MatchLabels: map[string]string{"aggregate-to-agent": "true"}}}}},
+			crb("agent", rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: "agents", Name: "agent"}),
+			podAs("agents", "a", "agent", corev1.PodRunning),
+		},
+		wantPods: []string{"agents/a"},
+	}, {
 		name: "an unbound ClusterRole", gk: clusterRole, obj: "agent",
 		objs: []client.Object{podAs("agents", "a", "agent", corev1.PodRunning)},
 	}, {

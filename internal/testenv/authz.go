@@ -41,8 +41,8 @@ func WaitAllowed(ctx context.Context, cs kubernetes.Interface, access authorizat
 	}, access)
 }
 
-// waitAllowedClient is WaitAllowed through a controller-runtime client.
-func waitAllowedClient(ctx context.Context, c client.Client, access authorizationv1.SubjectAccessReviewSpec) error {
+// WaitAllowedClient is WaitAllowed through a controller-runtime client.
+func WaitAllowedClient(ctx context.Context, c client.Client, access authorizationv1.SubjectAccessReviewSpec) error {
 	return waitAllowed(ctx, func(ctx context.Context, sar *authorizationv1.SubjectAccessReview) (*authorizationv1.SubjectAccessReview, error) {
 		return sar, c.Create(ctx, sar)
 	}, access)

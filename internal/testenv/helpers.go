@@ -57,7 +57,7 @@ func GrantServiceAccount(ctx context.Context, c client.Client, ns, sa, clusterRo
 		return fmt.Errorf("granting %s to ServiceAccount %s/%s: %w", clusterRole, ns, sa, err)
 	}
 	// Every role this grants lets its holder get ConfigMaps in ns.
-	return waitAllowedClient(ctx, c, Access(rbacv1.ServiceAccountKind, ns, sa,
+	return WaitAllowedClient(ctx, c, Access(rbacv1.ServiceAccountKind, ns, sa,
 		authorizationv1.ResourceAttributes{Namespace: ns, Verb: "get", Resource: "configmaps"}))
 }
 
