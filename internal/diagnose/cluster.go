@@ -69,6 +69,10 @@ type Cluster struct {
 	scopeErrs    map[string][]error
 	// bulk reads lists instead of single objects (Bulk).
 	bulk bool
+	// namedReviews counts, on a Bulk Cluster, the SubjectAccessReviews
+	// asked about one object after the same question about every object of
+	// its namespace was denied, by that question (serviceAccountMay).
+	namedReviews map[string]int
 	// lists are the cached lists of cache.go, by key.
 	lists map[string]any
 	// kube-controller-manager's liveness from its Lease, read once.

@@ -12,10 +12,13 @@ import (
 	"strings"
 	"testing"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/teardown-dev/teardown/internal/diagnose"
 	"github.com/teardown-dev/teardown/internal/plugin/plugintest"
+	"github.com/teardown-dev/teardown/internal/testenv"
 )
 
 // statusRow runs status -n ns -o json and returns the row of name.
@@ -87,7 +90,8 @@ func TestStatusRequestsDoNotGrowWithObjects(t *testing.T) {
 	requests := func(n int) (int, []string) {
 		ns := newNamespace(t)
 		// The owner runs, without the right to patch ConfigMaps: B4, one
-		// SubjectAccessReview per verb, not per object.
+		// SubjectAccessReview per verb, and one by name for each of the
+		// first 8 objects (a grant by resourceNames), not per object.
 		runningDeployment(t, ns, "cnrm-controller-manager", "cnrm")
 		for i := range n {
 			name := fmt.Sprintf("stuck-%d", i)
@@ -112,9 +116,9 @@ func TestStatusRequestsDoNotGrowWithObjects(t *testing.T) {
 		defer log.mu.Unlock()
 		return len(log.reqs), append([]string(nil), log.reqs...)
 	}
-	few, _ := requests(2)
+	few, _ := requests(10)
 	many, reqs := requests(30)
-	t.Logf("requests: %d for 2 stuck objects, %d for 30", few, many)
+	t.Logf("requests: %d for 10 stuck objects, %d for 30", few, many)
 	if many > few+2 {
 		byPath := map[string]int{}
 		for _, r := range reqs {
@@ -126,6 +130,42 @@ func TestStatusRequestsDoNotGrowWithObjects(t *testing.T) {
 				lines = append(lines, fmt.Sprintf("%d %s", n, p))
 			}
 		}
-		t.Errorf("status sent %d requests for 30 stuck objects, %d for 2; repeated:\n%s", many, few, strings.Join(lines, "\n"))
+		t.Errorf("status sent %d requests for 30 stuck objects, %d for 10; repeated:\n%s", many, few, strings.Join(lines, "\n"))
+	}
+}
+
+// A running owner granted the right to write one object by name
+// (resourceNames) can remove its finalizer: status must not call it
+// OwnerLacksRBAC because the question about every ConfigMap of the
+// namespace was denied. Another object it may not write still is.
+func TestStatusHonoursGrantsByName(t *testing.T) {
+	needCluster(t)
+	ns := newNamespace(t)
+	fin := "cnrm.cloud.google.com/finalizer"
+	runningDeployment(t, ns, "cnrm-controller-manager", "cnrm")
+	stuckConfigMap(t, ns, "named", fin)
+	stuckConfigMap(t, ns, "unnamed", fin)
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "cnrm-named", Namespace: ns}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{"named"}, Verbs: []string{"get", "patch", "update"}}}}
+	if _, err := cs.RbacV1().Roles(ns).Create(t.Context(), role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "cnrm-named", Namespace: ns},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "cnrm"}}}
+	if _, err := cs.RbacV1().RoleBindings(ns).Create(t.Context(), binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := testenv.WaitAllowed(t.Context(), cs, testenv.Access(rbacv1.ServiceAccountKind, ns, "cnrm",
+		authorizationv1.ResourceAttributes{Namespace: ns, Verb: "patch", Resource: "configmaps", Name: "named"})); err != nil {
+		t.Fatal(err)
+	}
+	named, _ := statusRow(t, ns, "named")
+	if named.Cause == diagnose.CauseOwnerLacksRBAC || named.Blocked {
+		t.Errorf("an owner granted patch by name: %+v, want no OwnerLacksRBAC", named)
+	}
+	unnamed, _ := statusRow(t, ns, "unnamed")
+	if unnamed.Cause != diagnose.CauseOwnerLacksRBAC {
+		t.Errorf("an owner that may not write the object: %+v, want OwnerLacksRBAC", unnamed)
 	}
 }
