@@ -1,0 +1,165 @@
+/*
+Copyright 2026 The Teardown Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package controller_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/controller/teardownpolicy"
+	"github.com/teardown-dev/teardown/internal/testenv"
+)
+
+// waitForDiagnosis waits until pol's status.blockedObjects reports obj
+// with a diagnosis of cause whose message contains want, and returns it.
+func waitForDiagnosis(t *testing.T, pol client.Object, obj client.Object, cause, want string) *teardownv1alpha1.Diagnosis {
+	t.Helper()
+	var found *teardownv1alpha1.Diagnosis
+	var last string
+	testenv.Eventually(t, 30*time.Second, "a "+cause+" diagnosis of "+obj.GetName(), func(ctx context.Context) (bool, error) {
+		got := pol.DeepCopyObject().(client.Object)
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(pol), got); err != nil {
+			return false, err
+		}
+		var status teardownv1alpha1.TeardownPolicyStatus
+		switch p := got.(type) {
+		case *teardownv1alpha1.TeardownPolicy:
+			status = p.Status
+		case *teardownv1alpha1.ClusterTeardownPolicy:
+			status = p.Status
+		}
+		for _, b := range status.BlockedObjects {
+			if b.Object.Name != obj.GetName() || b.Object.Namespace != obj.GetNamespace() || b.Diagnosis == nil {
+				continue
+			}
+			last = b.Diagnosis.Cause + ": " + b.Diagnosis.Message
+			if b.Diagnosis.Cause == cause && strings.Contains(b.Diagnosis.Message, want) {
+				found = b.Diagnosis
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if found == nil {
+		t.Fatalf("no %s diagnosis saying %q; last: %s", cause, want, last)
+	}
+	t.Logf("diagnosis: %s: %s", found.Cause, found.Message)
+	return found
+}
+
+// setPodStatus writes a pod's status as the scheduler and the kubelet
+// would (neither runs here).
+func setPodStatus(t *testing.T, pod *corev1.Pod, status corev1.PodStatus) {
+	t.Helper()
+	if err := k8s.Get(t.Context(), client.ObjectKeyFromObject(pod), pod); err != nil {
+		t.Fatal(err)
+	}
+	pod.Status = status
+	if err := k8s.Status().Update(t.Context(), pod); err != nil {
+		t.Fatalf("writing the status of pod %s: %v", pod.Name, err)
+	}
+}
+
+// TestDiagnosisOfAJobStep: a job step's cleanup Job whose pod cannot be
+// scheduled is diagnosed PodWaiting, naming the pod and the scheduler's
+// words; once the pod runs, JobRunning; once the Job succeeds, the object
+// goes and so does the entry.
+func TestDiagnosisOfAJobStep(t *testing.T) {
+	ns := testenv.NewNamespace(t, k8s)
+	pol := jobPolicy(ns, "diagnosed", ns, teardownv1alpha1.FailureRetry)
+	create(t, pol)
+	mustBeReady(t, pol)
+	target := labelled(ns, "agents", "job", ns)
+	create(t, target)
+	testenv.Eventually(t, 20*time.Second, "the finalizer", hasFinalizer(target, ns+".teardown.dev/diagnosed"))
+	del(t, target)
+	job := waitForJob(t, pol, target)
+
+	// The Job controller's pod (no Job controller runs here either).
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: job.Name + "-x7k2p", Namespace: ns, Labels: map[string]string{"job-name": job.Name}},
+		Spec: *job.Spec.Template.Spec.DeepCopy()}
+	create(t, pod)
+	setPodStatus(t, pod, corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{
+		Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
+		Message: "0/3 nodes are available: 3 Insufficient memory.", LastTransitionTime: metav1.Now()}}})
+	d := waitForDiagnosis(t, pol, target, teardownpolicy.CausePodWaiting, "Job "+ns+"/"+job.Name+": Pod "+ns+"/"+pod.Name+" is unschedulable: 0/3 nodes are available: 3 Insufficient memory.")
+	if d.Blocker == nil || d.Blocker.Kind != "Pod" || d.Blocker.Name != pod.Name {
+		t.Errorf("blocker = %+v, want pod %s", d.Blocker, pod.Name)
+	}
+	note := waitForEvent(t, ns, target.Name, teardownv1alpha1.TerminationBlockedReason)
+	if !strings.Contains(note, teardownpolicy.CausePodWaiting) || !strings.Contains(note, "Insufficient memory") {
+		t.Errorf("TerminationBlocked Event note = %q, want PodWaiting and the scheduler's words", note)
+	}
+
+	setPodStatus(t, pod, corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{
+		Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}})
+	waitForDiagnosis(t, pol, target, teardownpolicy.CauseJobRunning, "Job "+ns+"/"+job.Name+" runs (1 active pod(s))")
+
+	if err := k8s.Get(t.Context(), client.ObjectKeyFromObject(job), job); err != nil {
+		t.Fatal(err)
+	}
+	finishJob(t, job, true)
+	testenv.Eventually(t, 20*time.Second, "the target to go", testenv.Gone(k8s, target))
+	testenv.Eventually(t, 20*time.Second, "the entry to go", func(ctx context.Context) (bool, error) {
+		got := &teardownv1alpha1.TeardownPolicy{}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(pol), got); err != nil {
+			return false, err
+		}
+		return len(got.Status.BlockedObjects) == 0, nil
+	})
+}
+
+// TestDiagnosisOfAnUnusedStep: an unused step held by a pod whose image
+// cannot be pulled is diagnosed PodWaiting (the pod will not stop using it
+// by itself finishing its work); by a pod that runs normally, StillInUse,
+// naming the pod. The pod's deletion releases the object.
+func TestDiagnosisOfAnUnusedStep(t *testing.T) {
+	ns := testenv.NewNamespace(t, k8s)
+	app := "held-" + ns
+	pol := &teardownv1alpha1.ClusterTeardownPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "diag-unused-" + ns},
+		Spec: teardownv1alpha1.TeardownPolicySpec{
+			Targets: []teardownv1alpha1.Target{{APIVersion: "v1", Kind: "Secret", Selector: selector("app", app)}},
+			Steps:   []teardownv1alpha1.Step{unusedStep()},
+		},
+	}
+	create(t, pol)
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), pol) })
+	mustBeReady(t, pol)
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: ns, Labels: map[string]string{"app": app}}}
+	create(t, secret)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "reader", Namespace: ns},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.invalid/app:1"}},
+			Volumes: []corev1.Volume{{Name: "creds", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: secret.Name}}}}}}
+	create(t, pod)
+	testenv.Eventually(t, 20*time.Second, "the finalizer", hasFinalizer(secret, "teardown.dev/"+pol.Name))
+	setPodStatus(t, pod, corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{{
+		Name: "app", Image: "registry.invalid/app:1",
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: `Back-off pulling image "registry.invalid/app:1"`}}}}})
+	del(t, secret)
+
+	d := waitForDiagnosis(t, pol, secret, teardownpolicy.CausePodWaiting, "Pod "+ns+"/reader: container app waiting: ImagePullBackOff")
+	if d.Blocker == nil || d.Blocker.Kind != "Pod" || d.Blocker.Name != pod.Name {
+		t.Errorf("blocker = %+v, want pod %s", d.Blocker, pod.Name)
+	}
+	setPodStatus(t, pod, corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{
+		Name: "app", Image: "registry.invalid/app:1", Ready: true,
+		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}}}}})
+	d = waitForDiagnosis(t, pol, secret, teardownpolicy.CauseStillInUse, "Pod "+ns+"/reader still runs (Running) and uses it")
+	if d.Blocker == nil || d.Blocker.Name != pod.Name {
+		t.Errorf("blocker = %+v, want pod %s", d.Blocker, pod.Name)
+	}
+
+	del(t, pod)
+	testenv.Eventually(t, 20*time.Second, "the Secret to go", testenv.Gone(k8s, secret))
+}
