@@ -209,7 +209,7 @@ func TestDiagnoseKindsNamespace(t *testing.T) {
 	}
 	d := &teardownpolicy.Diagnoser{
 		After: time.Second, Every: time.Second, Tick: time.Second, Kinds: kinds,
-		Config: cfg, Mapper: mapper, Client: k8s, Index: policy.NewIndex(),
+		Config: cfg, Mapper: mapper, Index: policy.NewIndex(),
 		Recorder: broadcaster.NewRecorder(k8s.Scheme(), "teardown-controller-test"),
 	}
 	var note string

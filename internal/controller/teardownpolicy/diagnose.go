@@ -19,7 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
@@ -50,9 +50,11 @@ type Diagnoser struct {
 	// guarded or not (--diagnose-kinds), with policy "" in the metric.
 	Kinds []schema.GroupResource
 
-	Config   *rest.Config
-	Mapper   meta.RESTMapper
-	Client   client.Client // the manager's cache
+	Config *rest.Config
+	Mapper meta.RESTMapper
+	// Cache is the manager's cache, whose informers a pass walks without
+	// copying the objects (eachCached).
+	Cache    cache.Informers
 	Index    *policy.Index
 	Waiting  *steps.Waiting
 	Recorder events.EventRecorder
@@ -125,32 +127,26 @@ func (x *Diagnoser) Pass(ctx context.Context) error {
 	for _, s := range x.Index.All() {
 		for _, k := range s.Keys {
 			for _, gvk := range k.Kinds {
-				list := &metav1.PartialObjectMetadataList{}
-				list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-				// Read-only walk over the cache; candidates are copied.
-				opts := append(scope(s.Policy), client.UnsafeDisableDeepCopy)
-				if err := x.Client.List(ctx, list, opts...); err != nil {
-					return fmt.Errorf("listing %s: %w", gvk.Kind, err)
-				}
-				for i := range list.Items {
-					obj := &list.Items[i]
+				// Candidates are copied: the walk hands out the cached objects.
+				err := eachCached(ctx, x.Cache, gvk, s.Policy.Ref.Namespace, func(obj *metav1.PartialObjectMetadata) bool {
 					if obj.DeletionTimestamp == nil || !slices.Contains(obj.Finalizers, k.Key) {
-						continue
+						return true
 					}
 					dk := diagKey{k.Key, obj.UID}
 					seen[dk], guarded[obj.UID] = true, true
 					if !session || now.Sub(obj.DeletionTimestamp.Time) < x.After {
-						continue
+						return true
 					}
-					c := candidate{served: s, key: k.Key, gvk: gvk, obj: obj}
 					switch {
 					case x.dueIn(dk, now, x.Every):
-						c.obj = copyWithKind(obj, gvk)
-						due = append(due, c)
+						due = append(due, candidate{served: s, key: k.Key, gvk: gvk, obj: copyWithKind(obj, gvk)})
 					case x.dueIn(dk, now, x.Every/2):
-						c.obj = copyWithKind(obj, gvk)
-						early = append(early, c)
+						early = append(early, candidate{served: s, key: k.Key, gvk: gvk, obj: copyWithKind(obj, gvk)})
 					}
+					return true
+				})
+				if err != nil {
+					return fmt.Errorf("listing %s: %w", gvk.Kind, err)
 				}
 			}
 		}

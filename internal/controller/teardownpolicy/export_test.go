@@ -45,3 +45,6 @@ func DiagnoseWaits(ctx context.Context, cfg *rest.Config, mapper meta.RESTMapper
 	}
 	return out, nil
 }
+
+// EachCached is eachCached, for the walk's own test.
+var EachCached = eachCached

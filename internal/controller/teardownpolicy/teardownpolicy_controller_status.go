@@ -14,7 +14,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/internal/policy"
@@ -35,21 +34,13 @@ func (r *Reconciler) count(ctx context.Context, s *policy.Served, status *teardo
 	now := time.Now()
 	for _, k := range s.Keys {
 		for _, gvk := range k.Kinds {
-			list := &metav1.PartialObjectMetadataList{}
-			list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-			// Read-only walk over the cache: no need for a copy of every object.
-			opts := append(scope(s.Policy), client.UnsafeDisableDeepCopy)
-			if err := r.client.List(ctx, list, opts...); err != nil {
-				return fmt.Errorf("counting %s: %w", gvk.Kind, err)
-			}
-			for i := range list.Items {
-				obj := &list.Items[i]
+			err := eachCached(ctx, r.Manager.GetCache(), gvk, s.Policy.Ref.Namespace, func(obj *metav1.PartialObjectMetadata) bool {
 				if !slices.Contains(obj.Finalizers, k.Key) {
-					continue
+					return true
 				}
 				status.Guarded++
 				if obj.DeletionTimestamp == nil {
-					continue
+					return true
 				}
 				status.Terminating++
 				if b, failure, ok := blockedOn(s.Policy, k.Key, gvk, obj, now); ok {
@@ -60,6 +51,10 @@ func (r *Reconciler) count(ctx context.Context, s *policy.Served, status *teardo
 						failures = append(failures, *failure)
 					}
 				}
+				return true
+			})
+			if err != nil {
+				return fmt.Errorf("counting %s: %w", gvk.Kind, err)
 			}
 		}
 	}

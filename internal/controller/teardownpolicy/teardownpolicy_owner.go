@@ -12,7 +12,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/internal/controller/target"
@@ -69,25 +68,31 @@ func (r *Reconciler) checkForeignKey(ctx context.Context, pol *policy.Policy) (m
 	}
 	served := &policy.Served{Policy: pol, Keys: []policy.ServedKey{{Key: pol.Key, Kinds: pol.Kinds()}}}
 	for _, gvk := range pol.Kinds() {
-		list := &metav1.PartialObjectMetadataList{}
-		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		if err := r.client.List(ctx, list, append(scope(pol), client.UnsafeDisableDeepCopy)...); err != nil {
-			return notReady(teardownv1alpha1.ForbiddenReason, "listing %s: %s", gvk.Kind, err), false
-		}
-		for i := range list.Items {
-			obj := &list.Items[i]
+		var refused *metav1.Condition
+		err := eachCached(ctx, r.Manager.GetCache(), gvk, pol.Ref.Namespace, func(obj *metav1.PartialObjectMetadata) bool {
 			if !slices.Contains(obj.Finalizers, pol.Key) {
-				continue
+				return true
 			}
 			nsLabels, err := r.nsLabelsFor(ctx, pol, obj)
 			if err != nil {
-				return notReady(teardownv1alpha1.ForbiddenReason, "%s", err), false
+				cond := notReady(teardownv1alpha1.ForbiddenReason, "%s", err)
+				refused = &cond
+				return false
 			}
 			if !target.Owns(served, served.Keys[0], gvk, obj, nsLabels) {
-				return notReady(teardownv1alpha1.FinalizerConflictReason,
+				cond := notReady(teardownv1alpha1.FinalizerConflictReason,
 					"finalizer %s is on %s %s, which this policy does not select and Teardown did not put there: another controller or a manifest uses this key; choose another",
-					pol.Key, gvk.Kind, klog.KObj(obj)), false
+					pol.Key, gvk.Kind, klog.KObj(obj))
+				refused = &cond
+				return false
 			}
+			return true
+		})
+		if err != nil {
+			return notReady(teardownv1alpha1.ForbiddenReason, "listing %s: %s", gvk.Kind, err), false
+		}
+		if refused != nil {
+			return *refused, false
 		}
 	}
 	return metav1.Condition{}, true

@@ -138,15 +138,18 @@ func retiredKeys(pol *policy.Policy, status *teardownv1alpha1.TeardownPolicyStat
 func (r *Reconciler) pruneRetired(ctx context.Context, pol *policy.Policy, retired []retiredKey) ([]retiredKey, error) {
 	var kept []retiredKey
 	for _, rk := range retired {
-		list := &metav1.PartialObjectMetadataList{}
-		list.SetGroupVersionKind(rk.gvk.GroupVersion().WithKind(rk.gvk.Kind + "List"))
-		if err := r.client.List(ctx, list, append(scope(pol), client.UnsafeDisableDeepCopy)...); err != nil {
+		carried := false
+		err := eachCached(ctx, r.Manager.GetCache(), rk.gvk, pol.Ref.Namespace, func(obj *metav1.PartialObjectMetadata) bool {
+			carried = slices.Contains(obj.Finalizers, rk.key)
+			return !carried
+		})
+		if err != nil {
 			if isNoMatch(err) {
 				continue // the kind is gone, and its objects with it
 			}
 			return nil, fmt.Errorf("listing %s for finalizer %s of an earlier version: %w", rk.gvk.Kind, rk.key, err)
 		}
-		if slices.ContainsFunc(list.Items, func(o metav1.PartialObjectMetadata) bool { return slices.Contains(o.Finalizers, rk.key) }) {
+		if carried {
 			kept = append(kept, rk)
 		}
 	}
