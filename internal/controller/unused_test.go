@@ -261,7 +261,12 @@ func TestUnusedHoldsWhilePodsUseIt(t *testing.T) {
 // away when it goes. It stays while a pod bound to the aggregating role
 // runs, the pods keep its rights throughout, and it goes after the last.
 func TestUnusedHoldsAnAggregatedClusterRole(t *testing.T) {
-	ns := testenv.NewNamespace(t, k8s)
+	// Short names: status messages are bounded (to 256 characters), and
+	// this one names the namespace twice and the aggregating role twice.
+	id := fmt.Sprint(time.Now().UnixNano() % 100_000)
+	ns := "aggr-" + id
+	create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}) })
 	app := "addon-" + ns
 	labels := map[string]string{"app": app}
 	pol := &teardownv1alpha1.ClusterTeardownPolicy{
@@ -281,8 +286,7 @@ func TestUnusedHoldsAnAggregatedClusterRole(t *testing.T) {
 	aggregateLabel := "aggregate-to-" + app
 	addon := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: app, Labels: map[string]string{"app": app, aggregateLabel: "true"}},
 		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get"}}}}
-	// Short names: status messages are bounded (to 256 characters).
-	umbrellaName := "umbrella-" + ns[strings.LastIndex(ns, "-")+1:]
+	umbrellaName := "umbrella-" + id
 	umbrella := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: umbrellaName},
 		AggregationRule: &rbacv1.AggregationRule{ClusterRoleSelectors: []metav1.LabelSelector{{MatchLabels: map[string]string{aggregateLabel: "true"}}}}}
 	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: umbrellaName},
@@ -315,7 +319,7 @@ func TestUnusedHoldsAnAggregatedClusterRole(t *testing.T) {
 	del(t, pod)
 	blockedMessage(t, pol, "ClusterRole", addon.Name,
 		"pod "+ns+"/agent-0 of DaemonSet "+ns+"/agent still runs with this ClusterRole's rights (through ClusterRoleBinding "+
-			binding.Name+" to ClusterRole "+umbrella.Name+", which aggregates")
+			binding.Name+" to ClusterRole "+umbrella.Name+", which aggregates it) (1 terminating)")
 	allStay(t, "a pod bound to the aggregating ClusterRole runs", addon)
 	mayGetNodes(t, ns, app)
 
