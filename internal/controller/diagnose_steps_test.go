@@ -27,16 +27,9 @@ func waitForDiagnosis(t *testing.T, pol client.Object, obj client.Object, cause,
 	var found *teardownv1alpha1.Diagnosis
 	var last string
 	testenv.Eventually(t, 30*time.Second, "a "+cause+" diagnosis of "+obj.GetName(), func(ctx context.Context) (bool, error) {
-		got := pol.DeepCopyObject().(client.Object)
-		if err := k8s.Get(ctx, client.ObjectKeyFromObject(pol), got); err != nil {
+		status, _, err := statusOf(ctx, pol)
+		if err != nil {
 			return false, err
-		}
-		var status teardownv1alpha1.TeardownPolicyStatus
-		switch p := got.(type) {
-		case *teardownv1alpha1.TeardownPolicy:
-			status = p.Status
-		case *teardownv1alpha1.ClusterTeardownPolicy:
-			status = p.Status
 		}
 		for _, b := range status.BlockedObjects {
 			if b.Object.Name != obj.GetName() || b.Object.Namespace != obj.GetNamespace() || b.Diagnosis == nil {
@@ -126,16 +119,7 @@ func TestDiagnosisOfAJobStep(t *testing.T) {
 func TestDiagnosisOfAnUnusedStep(t *testing.T) {
 	ns := testenv.NewNamespace(t, k8s)
 	app := "held-" + ns
-	pol := &teardownv1alpha1.ClusterTeardownPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: "diag-unused-" + ns},
-		Spec: teardownv1alpha1.TeardownPolicySpec{
-			Targets: []teardownv1alpha1.Target{{APIVersion: "v1", Kind: "Secret", Selector: selector("app", app)}},
-			Steps:   []teardownv1alpha1.Step{unusedStep()},
-		},
-	}
-	create(t, pol)
-	t.Cleanup(func() { _ = k8s.Delete(context.Background(), pol) })
-	mustBeReady(t, pol)
+	pol := serveUnusedPolicy(t, "diag-unused-"+ns, teardownv1alpha1.Target{APIVersion: "v1", Kind: "Secret", Selector: selector("app", app)})
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: ns, Labels: map[string]string{"app": app}}}
 	create(t, secret)
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "reader", Namespace: ns},

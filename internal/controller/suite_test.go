@@ -120,24 +120,33 @@ func lacksFinalizer(obj client.Object, key string) func(ctx context.Context) (bo
 	}
 }
 
+// statusOf reads a TeardownPolicy's or ClusterTeardownPolicy's status as it
+// is now, and its generation.
+func statusOf(ctx context.Context, pol client.Object) (teardownv1alpha1.TeardownPolicyStatus, int64, error) {
+	got := pol.DeepCopyObject().(client.Object)
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(pol), got); err != nil {
+		return teardownv1alpha1.TeardownPolicyStatus{}, 0, err
+	}
+	switch p := got.(type) {
+	case *teardownv1alpha1.TeardownPolicy:
+		return p.Status, p.Generation, nil
+	case *teardownv1alpha1.ClusterTeardownPolicy:
+		return p.Status, p.Generation, nil
+	}
+	return teardownv1alpha1.TeardownPolicyStatus{}, 0, fmt.Errorf("%T is not a policy", pol)
+}
+
 // ready waits for a policy's Ready condition and returns it.
 func ready(t *testing.T, pol client.Object) metav1.Condition {
 	t.Helper()
 	var cond metav1.Condition
 	testenv.Eventually(t, 20*time.Second, "the policy's Ready condition", func(ctx context.Context) (bool, error) {
-		got := pol.DeepCopyObject().(client.Object)
-		if err := k8s.Get(ctx, client.ObjectKeyFromObject(pol), got); err != nil {
+		status, generation, err := statusOf(ctx, pol)
+		if err != nil {
 			return false, err
 		}
-		var status teardownv1alpha1.TeardownPolicyStatus
-		switch p := got.(type) {
-		case *teardownv1alpha1.TeardownPolicy:
-			status = p.Status
-		case *teardownv1alpha1.ClusterTeardownPolicy:
-			status = p.Status
-		}
 		c := meta.FindStatusCondition(status.Conditions, teardownv1alpha1.ReadyCondition)
-		if c == nil || c.ObservedGeneration != got.GetGeneration() {
+		if c == nil || c.ObservedGeneration != generation {
 			return false, nil
 		}
 		cond = *c

@@ -31,6 +31,21 @@ func unusedStep() teardownv1alpha1.Step {
 	return teardownv1alpha1.Step{Name: "pods-gone", Unused: &teardownv1alpha1.UnusedAction{}}
 }
 
+// serveUnusedPolicy creates a ClusterTeardownPolicy named name whose one
+// step is unusedStep, deleted at the end of the test, and waits until it is
+// served.
+func serveUnusedPolicy(t *testing.T, name string, targets ...teardownv1alpha1.Target) *teardownv1alpha1.ClusterTeardownPolicy {
+	t.Helper()
+	pol := &teardownv1alpha1.ClusterTeardownPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       teardownv1alpha1.TeardownPolicySpec{Targets: targets, Steps: []teardownv1alpha1.Step{unusedStep()}},
+	}
+	create(t, pol)
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), pol) })
+	mustBeReady(t, pol)
+	return pol
+}
+
 // agentPod is a pod of ds as the DaemonSet controller would create it,
 // held Terminating by kubeletHold after its deletion as a kubelet's
 // graceful shutdown would hold it.
@@ -161,22 +176,12 @@ func TestUnusedHoldsWhilePodsUseIt(t *testing.T) {
 	ns := testenv.NewNamespace(t, k8s)
 	app := "agent-" + ns
 	labels := map[string]string{"app": app}
-	pol := &teardownv1alpha1.ClusterTeardownPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: "unused-" + ns},
-		Spec: teardownv1alpha1.TeardownPolicySpec{
-			Targets: []teardownv1alpha1.Target{
-				{APIVersion: "v1", Kind: "ServiceAccount", Selector: selector("app", app)},
-				{APIVersion: "v1", Kind: "Secret", Selector: selector("app", app)},
-				{APIVersion: "v1", Kind: "ConfigMap", Selector: selector("app", app)},
-				{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Selector: selector("app", app)},
-				{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding", Selector: selector("app", app)},
-			},
-			Steps: []teardownv1alpha1.Step{unusedStep()},
-		},
-	}
-	create(t, pol)
-	t.Cleanup(func() { _ = k8s.Delete(context.Background(), pol) })
-	mustBeReady(t, pol)
+	pol := serveUnusedPolicy(t, "unused-"+ns,
+		teardownv1alpha1.Target{APIVersion: "v1", Kind: "ServiceAccount", Selector: selector("app", app)},
+		teardownv1alpha1.Target{APIVersion: "v1", Kind: "Secret", Selector: selector("app", app)},
+		teardownv1alpha1.Target{APIVersion: "v1", Kind: "ConfigMap", Selector: selector("app", app)},
+		teardownv1alpha1.Target{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Selector: selector("app", app)},
+		teardownv1alpha1.Target{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding", Selector: selector("app", app)})
 	key := "teardown.dev/" + pol.Name
 
 	meta := func(name string) metav1.ObjectMeta {
@@ -266,19 +271,12 @@ func TestUnusedHoldsAnAggregatedClusterRole(t *testing.T) {
 	id := fmt.Sprint(time.Now().UnixNano() % 100_000)
 	ns := "aggr-" + id
 	create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-	t.Cleanup(func() { _ = k8s.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}) })
+	t.Cleanup(func() {
+		_ = k8s.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	})
 	app := "addon-" + ns
 	labels := map[string]string{"app": app}
-	pol := &teardownv1alpha1.ClusterTeardownPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: "unused-" + ns},
-		Spec: teardownv1alpha1.TeardownPolicySpec{
-			Targets: []teardownv1alpha1.Target{{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Selector: selector("app", app)}},
-			Steps:   []teardownv1alpha1.Step{unusedStep()},
-		},
-	}
-	create(t, pol)
-	t.Cleanup(func() { _ = k8s.Delete(context.Background(), pol) })
-	mustBeReady(t, pol)
+	pol := serveUnusedPolicy(t, "unused-"+ns, teardownv1alpha1.Target{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Selector: selector("app", app)})
 	key := "teardown.dev/" + pol.Name
 
 	// addon grants get nodes; umbrella aggregates it and is what the
@@ -342,19 +340,9 @@ func TestUnusedHoldsAnAggregatedClusterRole(t *testing.T) {
 func TestUnusedCountsOnlyPodsThatUseIt(t *testing.T) {
 	ns := testenv.NewNamespace(t, k8s)
 	app := "held-" + ns
-	pol := &teardownv1alpha1.ClusterTeardownPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: "unused-" + ns},
-		Spec: teardownv1alpha1.TeardownPolicySpec{
-			Targets: []teardownv1alpha1.Target{
-				{APIVersion: "v1", Kind: "Secret", Selector: selector("app", app)},
-				{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding", Selector: selector("app", app)},
-			},
-			Steps: []teardownv1alpha1.Step{unusedStep()},
-		},
-	}
-	create(t, pol)
-	t.Cleanup(func() { _ = k8s.Delete(context.Background(), pol) })
-	mustBeReady(t, pol)
+	pol := serveUnusedPolicy(t, "unused-"+ns,
+		teardownv1alpha1.Target{APIVersion: "v1", Kind: "Secret", Selector: selector("app", app)},
+		teardownv1alpha1.Target{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding", Selector: selector("app", app)})
 	key := "teardown.dev/" + pol.Name
 	labels := map[string]string{"app": app}
 

@@ -19,15 +19,21 @@ type registration struct {
 	timer *time.Timer
 }
 
-// hold registers w under keys.
-func (x *Index) hold(w Waiter, keys ...string) {
-	x.waitMu.Lock()
-	defer x.waitMu.Unlock()
+// registrationLocked returns w's registration, making an empty one.
+func (x *Index) registrationLocked(w Waiter) *registration {
 	reg := x.registered[w]
 	if reg == nil {
 		reg = &registration{}
 		x.registered[w] = reg
 	}
+	return reg
+}
+
+// hold registers w under keys.
+func (x *Index) hold(w Waiter, keys ...string) {
+	x.waitMu.Lock()
+	defer x.waitMu.Unlock()
+	reg := x.registrationLocked(w)
 	for _, k := range keys {
 		set := x.waiting[k]
 		if set == nil {
@@ -47,11 +53,7 @@ func (x *Index) hold(w Waiter, keys ...string) {
 func (x *Index) Recheck(w Waiter, d time.Duration) {
 	x.waitMu.Lock()
 	defer x.waitMu.Unlock()
-	reg := x.registered[w]
-	if reg == nil {
-		reg = &registration{}
-		x.registered[w] = reg
-	}
+	reg := x.registrationLocked(w)
 	if reg.timer != nil {
 		reg.timer.Stop()
 	}
