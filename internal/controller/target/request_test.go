@@ -38,11 +38,17 @@ func TestRequestFor(t *testing.T) {
 	if a == RequestFor(deploy, types.NamespacedName{Namespace: "shop", Name: "db"}) {
 		t.Error("Requests for two names are equal")
 	}
+	if a == RequestFor(deploy, types.NamespacedName{Namespace: "bank", Name: "web"}) {
+		t.Error("Requests for two namespaces are equal")
+	}
+	if got := a.Key(); got != key {
+		t.Errorf("Key() = %v, want %v", got, key)
+	}
 	if got := toRequest(t.Context(), objWithKind(cm, key))[0]; got != RequestFor(cm, key) {
 		t.Errorf("toRequest = %v, want RequestFor's %v", got, RequestFor(cm, key))
 	}
-	// The point of the interned kind: a NamespacedName and one pointer.
-	if size, want := unsafe.Sizeof(Request{}), unsafe.Sizeof(key)+unsafe.Sizeof(uintptr(0)); size != want {
+	// The point of interning the kind and namespace: a name and one pointer.
+	if size, want := unsafe.Sizeof(Request{}), unsafe.Sizeof(key.Name)+unsafe.Sizeof(uintptr(0)); size != want {
 		t.Errorf("a Request takes %d bytes, want %d", size, want)
 	}
 }
