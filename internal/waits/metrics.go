@@ -12,14 +12,15 @@ import (
 
 // Causes of a wake, the cause label of teardown_wait_wakes_total.
 const (
-	causeEvent = "event"
-	causeTimer = "timer"
+	causeEvent        = "event"
+	causeTimer        = "timer"
+	causeWatchStarted = "watch-started"
 )
 
 var (
 	wakes = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "teardown_wait_wakes_total",
-		Help: "Cleanups of targets woken because an object a pending wait or delete step depends on changed (cause event), or by the safety net or a wake postponed to space them (cause timer).",
+		Help: "Cleanups of targets woken because an object a pending wait or delete step depends on changed (cause event), by the safety net or a wake postponed to space them (cause timer), or because the watch of a kind they registered on while it was starting has started (cause watch-started).",
 	}, []string{"cause"})
 	registered = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "teardown_wait_registered_targets",

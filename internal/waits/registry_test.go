@@ -38,7 +38,7 @@ func (w *woken) wake(_ context.Context, reqs ...target.Request) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, r := range reqs {
-		w.names = append(w.names, r.Namespace+"/"+r.Name)
+		w.names = append(w.names, r.Key().String())
 	}
 }
 
@@ -244,5 +244,28 @@ func testTimedRun(t *testing.T, deps []Dependency, poll, timeLeft time.Duration)
 	defer r.mu.Unlock()
 	if len(r.targets) != 0 {
 		t.Errorf("%d targets registered after the safety net fired; want 0 (a gone target is forgotten)", len(r.targets))
+	}
+}
+
+// TestWatchStartedWakesWhoRegisteredWhileStarting: a step registered on a
+// kind whose watch was still starting is not covered; when the watch starts
+// it runs again at once (an object that went before the watch's first list
+// is in no event), and its next registration is covered.
+func TestWatchStartedWakesWhoRegisteredWhileStarting(t *testing.T) {
+	r, w := newTestRegistry(t, time.Now)
+	secrets := schema.GroupVersionKind{Version: "v1", Kind: "Secret"}
+	r.kinds[secrets] = &kind{state: starting}
+	dep := Dependency{GVK: secrets, Namespace: "a", Selector: labels.Everything()}
+	if covered := r.Register(req("a", "first"), "step", []Dependency{dep}, 2*time.Second, 0); covered {
+		t.Fatal("covered by a watch that has not started")
+	}
+	r.Register(req("a", "other"), "step", []Dependency{{GVK: pods, Namespace: "a", Selector: labels.Everything()}}, 2*time.Second, 0)
+
+	r.watchStarted(secrets)
+	if diff := cmp.Diff([]string{"a/first"}, w.take()); diff != "" {
+		t.Errorf("woken when the watch started (-want +got):\n%s", diff)
+	}
+	if covered := r.Register(req("a", "first"), "step", []Dependency{dep}, 2*time.Second, 0); !covered {
+		t.Error("not covered once the watch runs")
 	}
 }

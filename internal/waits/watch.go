@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -20,6 +21,8 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/teardown-dev/teardown/internal/controller/target"
 )
 
 // kindState is how far the watch of a kind is.
@@ -113,7 +116,37 @@ func (r *Registry) startWatch(gvk schema.GroupVersionKind) {
 		return
 	}
 	log.V(1).Info("Watching the kind for waiting steps")
+	r.watchStarted(gvk)
+}
+
+// watchStarted marks gvk watched and wakes the targets registered on it
+// while its watch was starting. They were timed like a poll, and an object
+// that went between their read and the watch's first list is in no event:
+// woken now, each reads again, and registers covered if still pending.
+func (r *Registry) watchStarted(gvk schema.GroupVersionKind) {
 	r.setKind(gvk, watching, 0)
+	r.mu.Lock()
+	var wake []target.Request
+	for _, bucket := range r.index[gvk] {
+		for t := range bucket {
+			if !slices.Contains(wake, t) {
+				wake = append(wake, t)
+			}
+		}
+	}
+	for _, t := range wake {
+		// Not counted against MinInterval: it happens once per kind, and
+		// the event it may precede must not wait for it.
+		if w := r.targets[t]; w != nil {
+			r.dropLocked(t, w)
+		}
+	}
+	registered.Set(float64(len(r.targets)))
+	r.mu.Unlock()
+	if len(wake) > 0 {
+		wakes.WithLabelValues(causeWatchStarted).Add(float64(len(wake)))
+		r.opts.Wake(r.ctx, wake...)
+	}
 }
 
 // mayWatch asks the API server whether the controller may list and watch
