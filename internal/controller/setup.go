@@ -160,7 +160,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		runner.Waiting = steps.NewWaiting()
 		policies.Diagnoser = &teardownpolicy.Diagnoser{
 			After: opts.DiagnoseAfter, Every: opts.DiagnoseInterval, Tick: diagnoseTick(opts), Kinds: opts.DiagnoseKinds,
-			Config: mgr.GetConfig(), Mapper: mgr.GetRESTMapper(), Cache: mgr.GetCache(), Index: index,
+			Config: mgr.GetConfig(), Mapper: mgr.GetRESTMapper(), Cache: mgr.GetCache(), Policies: mgr.GetClient(), Index: index,
 			Waiting: runner.Waiting, Recorder: recorder,
 		}
 		if err := mgr.Add(policies.Diagnoser); err != nil {

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
@@ -54,7 +55,10 @@ type Diagnoser struct {
 	Mapper meta.RESTMapper
 	// Cache is the manager's cache, whose informers a pass walks without
 	// copying the objects (eachCached).
-	Cache    cache.Informers
+	Cache cache.Informers
+	// Policies reads the policies' status, for the diagnoses an earlier
+	// leader found (carried); nil to ignore them.
+	Policies client.Reader
 	Index    *policy.Index
 	Waiting  *steps.Waiting
 	Recorder events.EventRecorder
@@ -187,6 +191,14 @@ func copyWithKind(obj *metav1.PartialObjectMetadata, gvk schema.GroupVersionKind
 	return c
 }
 
+// known is true when this process diagnosed k before.
+func (x *Diagnoser) known(k diagKey) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	_, ok := x.found[k]
+	return ok
+}
+
 // dueIn is true when k was never diagnosed, or last diagnosed age ago or
 // more.
 func (x *Diagnoser) dueIn(k diagKey, now time.Time, age time.Duration) bool {
@@ -218,11 +230,20 @@ func (x *Diagnoser) diagnoseAll(ctx context.Context, ex *explainer, due []candid
 // it waits Every before the next), and puts a TerminationBlocked Event on
 // it when the cause changed.
 func (x *Diagnoser) record(ctx context.Context, dk diagKey, ref policy.Ref, obj *metav1.PartialObjectMetadata, d diagnosis, ok bool, step string, now time.Time) {
+	var carried *diagnosed
+	if ok && !x.known(dk) {
+		if c := x.carried(ctx, ref, obj); d.carries(c) {
+			carried = &diagnosed{d: d, since: c.Since.Time}
+		}
+	}
 	x.mu.Lock()
 	if x.found == nil {
 		x.found = map[diagKey]*diagnosed{}
 	}
 	prev := x.found[dk]
+	if prev == nil {
+		prev = carried
+	}
 	if !ok {
 		x.found[dk] = &diagnosed{policy: ref, at: now}
 		x.mu.Unlock()

@@ -29,6 +29,7 @@ const maxBlockedObjects = 20
 func (r *Reconciler) count(ctx context.Context, s *policy.Served, status *teardownv1alpha1.TeardownPolicyStatus) error {
 	status.Guarded, status.Terminating, status.Blocked = 0, 0, 0
 	status.Released = int32(s.Released.Load())
+	previous := status.BlockedObjects
 	var blocked []teardownv1alpha1.BlockedObject
 	var failures []teardownv1alpha1.StepFailure
 	now := time.Now()
@@ -45,6 +46,9 @@ func (r *Reconciler) count(ctx context.Context, s *policy.Served, status *teardo
 				status.Terminating++
 				if b, failure, ok := blockedOn(s.Policy, k.Key, gvk, obj, now); ok {
 					b.Diagnosis = r.Diagnoser.Lookup(k.Key, obj.UID)
+					if b.Diagnosis == nil && !r.Diagnoser.judged(k.Key, obj.UID) {
+						b.Diagnosis = recordedDiagnosis(previous, gvk, obj)
+					}
 					status.Blocked++
 					blocked = append(blocked, b)
 					if failure != nil {
