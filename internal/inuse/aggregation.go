@@ -38,7 +38,9 @@ func (r *ClusterRole) GetObjectMeta() metav1.Object {
 
 // ClusterRoleOf reduces a ClusterRole to what the index keeps. A selector
 // the API server would not have admitted selects nothing, as the
-// aggregation controller, which fails on it, aggregates nothing through it.
+// aggregation controller, which fails on it, aggregates nothing through it;
+// an empty one, if admitted, selects every ClusterRole, as it would for
+// that controller (holding more is the safe side).
 func ClusterRoleOf(cr *rbacv1.ClusterRole) *ClusterRole {
 	r := &ClusterRole{Name: cr.Name, ResourceVersion: cr.ResourceVersion}
 	if len(cr.Labels) > 0 {
@@ -46,7 +48,7 @@ func ClusterRoleOf(cr *rbacv1.ClusterRole) *ClusterRole {
 	}
 	if cr.AggregationRule != nil {
 		for i := range cr.AggregationRule.ClusterRoleSelectors {
-			if s, err := metav1.LabelSelectorAsSelector(&cr.AggregationRule.ClusterRoleSelectors[i]); err == nil && !s.Empty() {
+			if s, err := metav1.LabelSelectorAsSelector(&cr.AggregationRule.ClusterRoleSelectors[i]); err == nil {
 				r.Selects = append(r.Selects, s)
 			}
 		}

@@ -536,3 +536,34 @@ func TestRecheck(t *testing.T) {
 		t.Errorf("%d still registered, %d wakes; want none registered, 2 wakes", x.Waiting(), count())
 	}
 }
+
+// TestAggregatorSelectors: what an aggregationRule selects, as the
+// aggregation controller would aggregate it.
+func TestAggregatorSelectors(t *testing.T) {
+	labelled := ClusterRoleOf(&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "addon", Labels: map[string]string{"to-admin": "true"}}})
+	bare := ClusterRoleOf(&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "bare"}})
+	rule := func(sel ...metav1.LabelSelector) *ClusterRole {
+		return ClusterRoleOf(&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "admin"},
+			AggregationRule: &rbacv1.AggregationRule{ClusterRoleSelectors: sel}})
+	}
+	for _, tc := range []struct {
+		name              string
+		aggregator        *ClusterRole
+		labelled, unknown bool
+	}{
+		{"matchLabels", rule(metav1.LabelSelector{MatchLabels: map[string]string{"to-admin": "true"}}), true, false},
+		{"one of two selectors", rule(metav1.LabelSelector{MatchLabels: map[string]string{"x": "y"}}, metav1.LabelSelector{MatchLabels: map[string]string{"to-admin": "true"}}), true, false},
+		{"an empty selector selects every ClusterRole", rule(metav1.LabelSelector{}), true, true},
+		{"an invalid selector selects none", rule(metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "to-admin", Operator: "Bogus"}}}), false, false},
+		{"no aggregationRule", bare, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.aggregator.selects(labelled); got != tc.labelled {
+				t.Errorf("selects the labelled ClusterRole = %v, want %v", got, tc.labelled)
+			}
+			if got := tc.aggregator.selects(bare); got != tc.unknown {
+				t.Errorf("selects a ClusterRole without labels = %v, want %v", got, tc.unknown)
+			}
+		})
+	}
+}
