@@ -13,6 +13,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"sort"
 	"strconv"
 	"strings"
@@ -287,4 +289,28 @@ func Sum(data []byte, metric string, match map[string]string) (float64, bool, er
 		}
 	}
 	return sum, found, sc.Err()
+}
+
+// SumAt reads the Prometheus text exposition served at url over plain HTTP
+// (a test's controller with --metrics-secure=false) and sums metric over
+// the series whose labels include every pair of match, as Sum does.
+func SumAt(ctx context.Context, url, metric string, match map[string]string) (float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("reading %s: HTTP %d", url, resp.StatusCode)
+	}
+	v, _, err := Sum(data, metric, match)
+	return v, err
 }

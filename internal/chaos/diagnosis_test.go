@@ -8,8 +8,6 @@ package chaos_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"testing"
 	"time"
 
@@ -83,7 +81,7 @@ func TestDiagnosisSurvivesRestart(t *testing.T) {
 	}
 	// The new process has diagnosed the object once its metric counts it.
 	if !poll(60*time.Second, 200*time.Millisecond, func(ctx context.Context) (bool, error) {
-		v, err := scrape(ctx, port, "teardown_blocked_objects", map[string]string{"cause": first.Cause})
+		v, err := apimetrics.SumAt(ctx, fmt.Sprintf("http://127.0.0.1:%d/metrics", port), "teardown_blocked_objects", map[string]string{"cause": first.Cause})
 		return err == nil && v == 1, nil
 	}) {
 		t.Fatal("the restarted controller did not diagnose the object within 60s")
@@ -146,24 +144,4 @@ func blockedEvents(t *testing.T, obj client.Object) int {
 		}
 	}
 	return n
-}
-
-// scrape sums a metric of the controller's plain-HTTP /metrics on port over
-// the series that carry labels.
-func scrape(ctx context.Context, port int, name string, labels map[string]string) (float64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/metrics", port), nil)
-	if err != nil {
-		return 0, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, err
-	}
-	v, _, err := apimetrics.Sum(data, name, labels)
-	return v, err
 }

@@ -8,8 +8,6 @@ package waits_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"path/filepath"
 	"strconv"
 	"sync/atomic"
@@ -132,21 +130,7 @@ func startController(t *testing.T, eventDriven bool) *running {
 // metric sums a metric of the controller's /metrics over the series that
 // carry the given labels.
 func (r *running) metric(ctx context.Context, name string, labels map[string]string) (float64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.metrics, nil)
-	if err != nil {
-		return 0, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, err
-	}
-	v, _, err := apimetrics.Sum(data, name, labels)
-	return v, err
+	return apimetrics.SumAt(ctx, r.metrics, name, labels)
 }
 
 func (r *running) mustMetric(t *testing.T, name string, labels map[string]string) float64 {
