@@ -21,10 +21,11 @@ import (
 )
 
 // waitForDiagnosis waits until pol's status.blockedObjects reports obj
-// with a diagnosis of cause whose message contains want, and returns it.
-func waitForDiagnosis(t *testing.T, pol client.Object, obj client.Object, cause, want string) *teardownv1alpha1.Diagnosis {
+// with a diagnosis of cause (any when empty) whose message contains want,
+// and returns the entry.
+func waitForDiagnosis(t *testing.T, pol client.Object, obj client.Object, cause, want string) teardownv1alpha1.BlockedObject {
 	t.Helper()
-	var found *teardownv1alpha1.Diagnosis
+	var found *teardownv1alpha1.BlockedObject
 	var last string
 	testenv.Eventually(t, 30*time.Second, "a "+cause+" diagnosis of "+obj.GetName(), func(ctx context.Context) (bool, error) {
 		status, _, err := statusOf(ctx, pol)
@@ -36,8 +37,8 @@ func waitForDiagnosis(t *testing.T, pol client.Object, obj client.Object, cause,
 				continue
 			}
 			last = b.Diagnosis.Cause + ": " + b.Diagnosis.Message
-			if b.Diagnosis.Cause == cause && strings.Contains(b.Diagnosis.Message, want) {
-				found = b.Diagnosis
+			if (cause == "" || b.Diagnosis.Cause == cause) && strings.Contains(b.Diagnosis.Message, want) {
+				found = &b
 				return true, nil
 			}
 		}
@@ -46,8 +47,17 @@ func waitForDiagnosis(t *testing.T, pol client.Object, obj client.Object, cause,
 	if found == nil {
 		t.Fatalf("no %s diagnosis saying %q; last: %s", cause, want, last)
 	}
-	t.Logf("diagnosis: %s: %s", found.Cause, found.Message)
-	return found
+	t.Logf("diagnosis: %+v", *found.Diagnosis)
+	return *found
+}
+
+// waitNoBlockedObjects waits until pol's status.blockedObjects is empty.
+func waitNoBlockedObjects(t *testing.T, pol client.Object) {
+	t.Helper()
+	testenv.Eventually(t, 10*time.Second, "the entry to go", func(ctx context.Context) (bool, error) {
+		status, _, err := statusOf(ctx, pol)
+		return err == nil && len(status.BlockedObjects) == 0, err
+	})
 }
 
 // setPodStatus writes a pod's status as the scheduler and the kubelet
@@ -85,7 +95,7 @@ func TestDiagnosisOfAJobStep(t *testing.T) {
 	setPodStatus(t, pod, corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{
 		Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
 		Message: "0/3 nodes are available: 3 Insufficient memory.", LastTransitionTime: metav1.Now()}}})
-	d := waitForDiagnosis(t, pol, target, teardownpolicy.CausePodWaiting, "Job "+ns+"/"+job.Name+": Pod "+ns+"/"+pod.Name+" is unschedulable: 0/3 nodes are available: 3 Insufficient memory.")
+	d := waitForDiagnosis(t, pol, target, teardownpolicy.CausePodWaiting, "Job "+ns+"/"+job.Name+": Pod "+ns+"/"+pod.Name+" is unschedulable: 0/3 nodes are available: 3 Insufficient memory.").Diagnosis
 	if d.Blocker == nil || d.Blocker.Kind != "Pod" || d.Blocker.Name != pod.Name {
 		t.Errorf("blocker = %+v, want pod %s", d.Blocker, pod.Name)
 	}
@@ -103,13 +113,7 @@ func TestDiagnosisOfAJobStep(t *testing.T) {
 	}
 	finishJob(t, job, true)
 	testenv.Eventually(t, 20*time.Second, "the target to go", testenv.Gone(k8s, target))
-	testenv.Eventually(t, 20*time.Second, "the entry to go", func(ctx context.Context) (bool, error) {
-		got := &teardownv1alpha1.TeardownPolicy{}
-		if err := k8s.Get(ctx, client.ObjectKeyFromObject(pol), got); err != nil {
-			return false, err
-		}
-		return len(got.Status.BlockedObjects) == 0, nil
-	})
+	waitNoBlockedObjects(t, pol)
 }
 
 // TestDiagnosisOfAnUnusedStep: an unused step held by a pod whose image
@@ -132,14 +136,14 @@ func TestDiagnosisOfAnUnusedStep(t *testing.T) {
 		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: `Back-off pulling image "registry.invalid/app:1"`}}}}})
 	del(t, secret)
 
-	d := waitForDiagnosis(t, pol, secret, teardownpolicy.CausePodWaiting, "Pod "+ns+"/reader: container app waiting: ImagePullBackOff")
+	d := waitForDiagnosis(t, pol, secret, teardownpolicy.CausePodWaiting, "Pod "+ns+"/reader: container app waiting: ImagePullBackOff").Diagnosis
 	if d.Blocker == nil || d.Blocker.Kind != "Pod" || d.Blocker.Name != pod.Name {
 		t.Errorf("blocker = %+v, want pod %s", d.Blocker, pod.Name)
 	}
 	setPodStatus(t, pod, corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{
 		Name: "app", Image: "registry.invalid/app:1", Ready: true,
 		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}}}}})
-	d = waitForDiagnosis(t, pol, secret, teardownpolicy.CauseStillInUse, "Pod "+ns+"/reader still runs (Running) and uses it")
+	d = waitForDiagnosis(t, pol, secret, teardownpolicy.CauseStillInUse, "Pod "+ns+"/reader still runs (Running) and uses it").Diagnosis
 	if d.Blocker == nil || d.Blocker.Name != pod.Name {
 		t.Errorf("blocker = %+v, want pod %s", d.Blocker, pod.Name)
 	}

@@ -93,24 +93,11 @@ func TestDiagnosisNamesTheRootBlocker(t *testing.T) {
 	})
 	del(t, guarded)
 
-	var diag *teardownv1alpha1.Diagnosis
-	testenv.Eventually(t, 30*time.Second, "a diagnosis in status.blockedObjects", func(ctx context.Context) (bool, error) {
-		got := &teardownv1alpha1.ClusterTeardownPolicy{}
-		if err := k8s.Get(ctx, client.ObjectKeyFromObject(pol), got); err != nil {
-			return false, err
-		}
-		for _, b := range got.Status.BlockedObjects {
-			if b.Object.Name == guarded.Name && b.Object.Namespace == ns && b.Diagnosis != nil {
-				diag = b.Diagnosis
-				if b.Step != "delete-leftovers" {
-					t.Errorf("blockedObjects step = %q, want delete-leftovers", b.Step)
-				}
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	t.Logf("diagnosis: %+v", *diag)
+	blocked := waitForDiagnosis(t, pol, guarded, "", "")
+	if blocked.Step != "delete-leftovers" {
+		t.Errorf("blockedObjects step = %q, want delete-leftovers", blocked.Step)
+	}
+	diag := blocked.Diagnosis
 	if diag.Blocker == nil || diag.Blocker.Kind != "ConfigMap" || diag.Blocker.Namespace != ns || diag.Blocker.Name != held.Name {
 		t.Errorf("diagnosis.blocker = %+v, want ConfigMap %s/%s", diag.Blocker, ns, held.Name)
 	}
@@ -138,13 +125,7 @@ func TestDiagnosisNamesTheRootBlocker(t *testing.T) {
 	testenv.Eventually(t, 10*time.Second, "the metric's series to go", func(context.Context) (bool, error) {
 		return len(blockedGauge(t, name)) == 0, nil
 	})
-	testenv.Eventually(t, 10*time.Second, "the entry to go", func(ctx context.Context) (bool, error) {
-		got := &teardownv1alpha1.ClusterTeardownPolicy{}
-		if err := k8s.Get(ctx, client.ObjectKeyFromObject(pol), got); err != nil {
-			return false, err
-		}
-		return len(got.Status.BlockedObjects) == 0, nil
-	})
+	waitNoBlockedObjects(t, pol)
 }
 
 // releaseNever removes example.com/never from obj, as its owner would.
@@ -291,21 +272,7 @@ func TestDiagnosisOfATenantStaysInItsNamespace(t *testing.T) {
 	testenv.Eventually(t, 20*time.Second, "the object guarded", hasFinalizer(guarded, ns+".teardown.dev/tenant"))
 	del(t, guarded)
 
-	var diag *teardownv1alpha1.Diagnosis
-	testenv.Eventually(t, 30*time.Second, "a diagnosis in status.blockedObjects", func(ctx context.Context) (bool, error) {
-		got := &teardownv1alpha1.TeardownPolicy{}
-		if err := k8s.Get(ctx, client.ObjectKeyFromObject(pol), got); err != nil {
-			return false, err
-		}
-		for _, b := range got.Status.BlockedObjects {
-			if b.Object.Name == guarded.Name && b.Diagnosis != nil {
-				diag = b.Diagnosis
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	t.Logf("diagnosis: %+v", *diag)
+	diag := waitForDiagnosis(t, pol, guarded, "", "").Diagnosis
 	note := waitForEvent(t, ns, guarded.Name, teardownv1alpha1.TerminationBlockedReason)
 	for what, text := range map[string]string{"diagnosis.message": diag.Message, "the Event's note": note} {
 		if strings.Contains(text, payments) || strings.Contains(text, "payments-operator") {
@@ -366,21 +333,7 @@ func TestDiagnosisWithoutWhatTheStepWaitsOn(t *testing.T) {
 			t.Cleanup(func() { releaseNever(guarded) })
 			testenv.Eventually(t, 20*time.Second, "the object guarded", hasFinalizer(guarded, "teardown.dev/"+name))
 			del(t, guarded)
-			var diag *teardownv1alpha1.Diagnosis
-			testenv.Eventually(t, 30*time.Second, "a diagnosis in status.blockedObjects", func(ctx context.Context) (bool, error) {
-				got := &teardownv1alpha1.ClusterTeardownPolicy{}
-				if err := k8s.Get(ctx, client.ObjectKeyFromObject(pol), got); err != nil {
-					return false, err
-				}
-				for _, b := range got.Status.BlockedObjects {
-					if b.Object.Name == guarded.Name && b.Diagnosis != nil {
-						diag = b.Diagnosis
-						return true, nil
-					}
-				}
-				return false, nil
-			})
-			t.Logf("diagnosis: %+v", *diag)
+			diag := waitForDiagnosis(t, pol, guarded, "", "").Diagnosis
 			if (tc.wantCause != "" && diag.Cause != tc.wantCause) || !strings.Contains(diag.Message, tc.wantText) {
 				t.Errorf("diagnosis = %s: %q, want %s mentioning %q", diag.Cause, diag.Message, tc.wantCause, tc.wantText)
 			}
