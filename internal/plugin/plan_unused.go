@@ -8,7 +8,6 @@ package plugin
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -153,111 +152,61 @@ func (u *PlanUnused) fill(snap *inuse.Snapshot, gk schema.GroupKind, obj diagnos
 	return nil
 }
 
-// listUses lists what queries need: for RBAC kinds the bindings they are
-// used through first, then the pods of only the namespaces whose pods may
-// use one of the objects (its own for a ServiceAccount, Secret or
-// ConfigMap; those the bindings' subjects name for RBAC, every namespace
-// only when one names every ServiceAccount).
+// listUses lists what queries need, once for the whole plan, with the
+// controller's own inuse.Gather.
 func listUses(ctx context.Context, kube kubernetes.Interface, queries []unusedQuery) (*inuse.Snapshot, error) {
-	var bindingNamespaces []string
-	clusterBindings, aggregation := false, false
+	var qs []inuse.Query
 	for _, q := range queries {
-		switch q.gk.Kind {
-		case "Role", "RoleBinding":
-			bindingNamespaces = append(bindingNamespaces, q.node.Object.Namespace)
-		case "ClusterRole":
-			// RoleBindings of any namespace may grant it, and bindings to a
-			// ClusterRole that aggregates it.
-			bindingNamespaces = append(bindingNamespaces, metav1.NamespaceAll)
-			clusterBindings, aggregation = true, true
-		case "ClusterRoleBinding":
-			clusterBindings = true
-		}
+		qs = append(qs, inuse.Query{GK: q.gk, Namespace: q.node.Object.Namespace, Name: q.node.Object.Name, Scope: q.up.scope})
 	}
-	var bindings []*inuse.Binding
-	for _, ns := range namespacesToList(bindingNamespaces) {
-		err := eachListItem(ctx, func(opts metav1.ListOptions) (runtime.Object, error) {
-			return kube.RbacV1().RoleBindings(ns).List(ctx, opts)
-		}, func(obj runtime.Object) {
-			if b, ok := obj.(*rbacv1.RoleBinding); ok {
-				bindings = append(bindings, inuse.BindingOf(b))
-			}
-		})
-		if err != nil {
-			return nil, fmt.Errorf("cannot tell which pods use it: listing RoleBindings%s: %w", inNamespace(ns), err)
-		}
-	}
-	if clusterBindings {
-		err := eachListItem(ctx, func(opts metav1.ListOptions) (runtime.Object, error) {
-			return kube.RbacV1().ClusterRoleBindings().List(ctx, opts)
-		}, func(obj runtime.Object) {
-			if b, ok := obj.(*rbacv1.ClusterRoleBinding); ok {
-				bindings = append(bindings, inuse.ClusterBindingOf(b))
-			}
-		})
-		if err != nil {
-			return nil, fmt.Errorf("cannot tell which pods use it: listing ClusterRoleBindings: %w", err)
-		}
-	}
-	var clusterRoles []*inuse.ClusterRole
-	if aggregation {
-		err := eachListItem(ctx, func(opts metav1.ListOptions) (runtime.Object, error) {
-			return kube.RbacV1().ClusterRoles().List(ctx, opts)
-		}, func(obj runtime.Object) {
-			if r, ok := obj.(*rbacv1.ClusterRole); ok {
-				clusterRoles = append(clusterRoles, inuse.ClusterRoleOf(r))
-			}
-		})
-		if err != nil {
-			return nil, fmt.Errorf("cannot tell which pods use it: listing ClusterRoles: %w", err)
-		}
-	}
-	bindingsOnly, err := inuse.NewSnapshot(nil, bindings, clusterRoles)
+	snap, err := inuse.Gather(ctx, pagerLists{kube}, qs)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("cannot tell which pods use it: %w", err)
 	}
-	var podNamespaces []string
-	for _, q := range queries {
-		namespaces, all, err := bindingsOnly.PodNamespaces(q.gk, q.node.Object.Namespace, q.node.Object.Name, q.up.scope)
-		if err != nil {
-			return nil, err
-		}
-		if all {
-			namespaces = []string{metav1.NamespaceAll}
-		}
-		podNamespaces = append(podNamespaces, namespaces...)
-	}
-	var pods []*inuse.Pod
-	for _, ns := range namespacesToList(podNamespaces) {
-		err := eachListItem(ctx, func(opts metav1.ListOptions) (runtime.Object, error) {
-			return kube.CoreV1().Pods(ns).List(ctx, opts)
-		}, func(obj runtime.Object) {
-			if p, ok := obj.(*corev1.Pod); ok {
-				pods = append(pods, inuse.PodOf(p))
-			}
-		})
-		if err != nil {
-			return nil, fmt.Errorf("cannot tell which pods use it: listing pods%s: %w", inNamespace(ns), err)
-		}
-	}
-	return inuse.NewSnapshot(pods, bindings, clusterRoles)
+	return snap, nil
 }
 
-// namespacesToList reduces namespaces to the lists to make: just "" (every
-// namespace) when one of them is "", else each once.
-func namespacesToList(namespaces []string) []string {
-	if slices.Contains(namespaces, metav1.NamespaceAll) {
-		return []string{metav1.NamespaceAll}
-	}
-	slices.Sort(namespaces)
-	return slices.Compact(namespaces)
+// pagerLists is inuse.Lists through client-go's pager.
+type pagerLists struct{ kube kubernetes.Interface }
+
+func (l pagerLists) RoleBindings(ctx context.Context, ns string, each func(*rbacv1.RoleBinding)) error {
+	return eachListItem(ctx, func(opts metav1.ListOptions) (runtime.Object, error) {
+		return l.kube.RbacV1().RoleBindings(ns).List(ctx, opts)
+	}, func(obj runtime.Object) {
+		if b, ok := obj.(*rbacv1.RoleBinding); ok {
+			each(b)
+		}
+	})
 }
 
-func inNamespace(ns string) string {
-	if ns == "" {
-		return " in every namespace"
-	}
-	return " in namespace " + ns
+func (l pagerLists) ClusterRoleBindings(ctx context.Context, each func(*rbacv1.ClusterRoleBinding)) error {
+	return eachListItem(ctx, func(opts metav1.ListOptions) (runtime.Object, error) {
+		return l.kube.RbacV1().ClusterRoleBindings().List(ctx, opts)
+	}, func(obj runtime.Object) {
+		if b, ok := obj.(*rbacv1.ClusterRoleBinding); ok {
+			each(b)
+		}
+	})
+}
+
+func (l pagerLists) ClusterRoles(ctx context.Context, each func(*rbacv1.ClusterRole)) error {
+	return eachListItem(ctx, func(opts metav1.ListOptions) (runtime.Object, error) {
+		return l.kube.RbacV1().ClusterRoles().List(ctx, opts)
+	}, func(obj runtime.Object) {
+		if r, ok := obj.(*rbacv1.ClusterRole); ok {
+			each(r)
+		}
+	})
+}
+
+func (l pagerLists) Pods(ctx context.Context, ns string, each func(*corev1.Pod)) error {
+	return eachListItem(ctx, func(opts metav1.ListOptions) (runtime.Object, error) {
+		return l.kube.CoreV1().Pods(ns).List(ctx, opts)
+	}, func(obj runtime.Object) {
+		if p, ok := obj.(*corev1.Pod); ok {
+			each(p)
+		}
+	})
 }
 
 // eachListItem lists in pages with client-go's pager (500 items a page), so

@@ -7,7 +7,6 @@ package steps
 
 import (
 	"context"
-	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -24,83 +23,54 @@ const confirmPageSize = 500
 
 // confirmUnused answers, from the API server rather than the index, who uses
 // the object ns/name of kind gk among the pods of namespace scope (every
-// namespace when empty): for a ClusterRole the ClusterRoles that aggregate
-// it, the bindings a role or binding is granted through, then the pods of
-// only the namespaces those name. It runs once per
-// release, when the index says nobody uses the object; it lists as the
-// controller, as the index watches (a TeardownPolicy's answer is narrowed to
-// its namespace, as the index's is), and with the same lookup
-// (inuse.Snapshot), so the two cannot disagree on what a use is.
+// namespace when empty), with inuse.Gather: what aggregates a ClusterRole,
+// the bindings a role or binding is granted through, then the pods of only
+// the namespaces those name. It runs once per release, when the index says
+// nobody uses the object; it lists as the controller, as the index watches
+// (a TeardownPolicy's answer is narrowed to its namespace, as the index's
+// is), and with the same lookup (inuse.Snapshot), so the two cannot
+// disagree on what a use is.
 func (r *Runner) confirmUnused(ctx context.Context, gk schema.GroupKind, ns, name, scope string) (*inuse.Use, error) {
-	var bindings []*inuse.Binding
-	var clusterRoles []*inuse.ClusterRole
-	if gk.Kind == "ClusterRole" && gk.Group == rbacv1.GroupName {
-		// Bindings to a ClusterRole that aggregates it grant its rules too.
-		err := listPages(ctx, r.Reader, &rbacv1.ClusterRoleList{}, "", func(l *rbacv1.ClusterRoleList) {
-			for i := range l.Items {
-				clusterRoles = append(clusterRoles, inuse.ClusterRoleOf(&l.Items[i]))
-			}
-		})
-		if err != nil {
-			return nil, fmt.Errorf("listing ClusterRoles: %w", err)
-		}
-	}
-	if gk.Group == rbacv1.GroupName {
-		// A ClusterRole is granted by RoleBindings anywhere; a Role or a
-		// RoleBinding concerns its own namespace's; a ClusterRoleBinding
-		// none.
-		roleBindingsIn := scope
-		if scope == "" && (gk.Kind == "Role" || gk.Kind == "RoleBinding") {
-			roleBindingsIn = ns
-		}
-		if gk.Kind != "ClusterRoleBinding" {
-			err := listPages(ctx, r.Reader, &rbacv1.RoleBindingList{}, roleBindingsIn, func(l *rbacv1.RoleBindingList) {
-				for i := range l.Items {
-					bindings = append(bindings, inuse.BindingOf(&l.Items[i]))
-				}
-			})
-			if err != nil {
-				return nil, fmt.Errorf("listing RoleBindings: %w", err)
-			}
-		}
-		if scope == "" && (gk.Kind == "ClusterRole" || gk.Kind == "ClusterRoleBinding") {
-			err := listPages(ctx, r.Reader, &rbacv1.ClusterRoleBindingList{}, "", func(l *rbacv1.ClusterRoleBindingList) {
-				for i := range l.Items {
-					bindings = append(bindings, inuse.ClusterBindingOf(&l.Items[i]))
-				}
-			})
-			if err != nil {
-				return nil, fmt.Errorf("listing ClusterRoleBindings: %w", err)
-			}
-		}
-	}
-	grants, err := inuse.NewSnapshot(nil, bindings, clusterRoles)
-	if err != nil {
-		return nil, err
-	}
-	namespaces, all, err := grants.PodNamespaces(gk, ns, name, scope)
-	if err != nil {
-		return nil, err
-	}
-	if all {
-		namespaces = []string{scope} // "" lists every namespace
-	}
-	var pods []*inuse.Pod
-	for _, podNamespace := range namespaces {
-		err := listPages(ctx, r.Reader, &corev1.PodList{}, podNamespace, func(l *corev1.PodList) {
-			for i := range l.Items {
-				pods = append(pods, inuse.PodOf(&l.Items[i]))
-			}
-		})
-		if err != nil {
-			return nil, fmt.Errorf("listing pods: %w", err)
-		}
-	}
-	snap, err := inuse.NewSnapshot(pods, bindings, clusterRoles)
+	snap, err := inuse.Gather(ctx, readerLists{r.Reader}, []inuse.Query{{GK: gk, Namespace: ns, Name: name, Scope: scope}})
 	if err != nil {
 		return nil, err
 	}
 	return snap.Users(gk, ns, name, scope)
+}
+
+// readerLists is inuse.Lists through the controller's reader, in pages.
+type readerLists struct{ reader client.Reader }
+
+func (l readerLists) RoleBindings(ctx context.Context, ns string, each func(*rbacv1.RoleBinding)) error {
+	return listPages(ctx, l.reader, &rbacv1.RoleBindingList{}, ns, func(list *rbacv1.RoleBindingList) {
+		for i := range list.Items {
+			each(&list.Items[i])
+		}
+	})
+}
+
+func (l readerLists) ClusterRoleBindings(ctx context.Context, each func(*rbacv1.ClusterRoleBinding)) error {
+	return listPages(ctx, l.reader, &rbacv1.ClusterRoleBindingList{}, "", func(list *rbacv1.ClusterRoleBindingList) {
+		for i := range list.Items {
+			each(&list.Items[i])
+		}
+	})
+}
+
+func (l readerLists) ClusterRoles(ctx context.Context, each func(*rbacv1.ClusterRole)) error {
+	return listPages(ctx, l.reader, &rbacv1.ClusterRoleList{}, "", func(list *rbacv1.ClusterRoleList) {
+		for i := range list.Items {
+			each(&list.Items[i])
+		}
+	})
+}
+
+func (l readerLists) Pods(ctx context.Context, ns string, each func(*corev1.Pod)) error {
+	return listPages(ctx, l.reader, &corev1.PodList{}, ns, func(list *corev1.PodList) {
+		for i := range list.Items {
+			each(&list.Items[i])
+		}
+	})
 }
 
 // pageList is a list with a continue token.
