@@ -24,6 +24,7 @@ import (
 	"github.com/teardown-dev/teardown/internal/steps"
 	"github.com/teardown-dev/teardown/internal/uninstall"
 	"github.com/teardown-dev/teardown/internal/version"
+	inusewebhook "github.com/teardown-dev/teardown/internal/webhook"
 )
 
 func main() {
@@ -51,7 +52,10 @@ func main() {
 	flag.BoolVar(&opts.Controller.WebhookAllowHTTP, steps.AllowHTTPFlag, false, "Let webhook steps call plain http:// URLs; by default only https:// is called.")
 	flag.StringVar(&opts.Controller.ClusterResourceNamespace, "cluster-resource-namespace", podNamespace(), "Namespace of the signing Secrets of ClusterTeardownPolicies' webhook steps (default: the POD_NAMESPACE variable, else the pod's own namespace).")
 	flag.StringVar(&opts.Controller.WebhookConfiguration, "attach-webhook-configuration", "", "Name of the MutatingWebhookConfiguration of the attach-at-create webhook; empty turns the webhook off.")
-	flag.IntVar(&webhookOpts.Port, "webhook-port", 9443, "Port of the attach-at-create webhook, with --attach-webhook-configuration.")
+	flag.BoolVar(&opts.Controller.InUseWebhook, "inuse-webhook", false, "Serve the in-use webhook ("+inusewebhook.InUsePath+"), which refuses a pod that would start using a Secret, ConfigMap or ServiceAccount an unused step holds while it is being deleted; unused steps then confirm no sooner than --unused-release-grace after the deletion.")
+	inUseFailure := flag.String("inuse-webhook-failure-policy", "Ignore", "What the in-use webhook answers when it cannot make its check: Ignore admits the pod with a warning, Fail refuses it; keep it the failurePolicy of its ValidatingWebhookConfiguration.")
+	flag.DurationVar(&opts.Controller.UnusedGrace, "unused-release-grace", opts.Controller.UnusedGrace, "With --inuse-webhook: how long after its deletion an unused step's target is confirmed unused at the earliest; it must exceed how long the API server takes from the in-use webhook's answer to storing the pod (the slowest other validating webhook on pods).")
+	flag.IntVar(&webhookOpts.Port, "webhook-port", 9443, "Port of the admission webhooks, with --attach-webhook-configuration or --inuse-webhook.")
 	flag.StringVar(&webhookOpts.CertDir, "webhook-cert-dir", "", "Folder with the webhook's tls.crt and tls.key (default: the system temp folder's k8s-webhook-server/serving-certs).")
 	gcPercent := flag.Int(controller.GCPercentFlag, controller.DefaultGCPercent, "The garbage collector's GOGC: collect when the heap has grown by this percentage of the live heap. Lower keeps memory nearer the live heap (mostly the cache of guarded objects) for more CPU; the GOGC variable, when set, wins.")
 	showVersion := flag.Bool("version", false, "Print the version, commit and build date, and exit.")
@@ -70,6 +74,14 @@ func main() {
 		os.Exit(2)
 	}
 	opts.Controller.DiagnoseKinds = kinds
+	switch *inUseFailure {
+	case "Ignore":
+	case "Fail":
+		opts.Controller.InUseFailClosed = true
+	default:
+		fmt.Fprintln(os.Stderr, "teardown-controller: --inuse-webhook-failure-policy must be Ignore or Fail, not", *inUseFailure)
+		os.Exit(2)
+	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	opts.WebhookServer = webhook.NewServer(webhookOpts)
 	opts.MetricsInsecure = !*metricsSecure

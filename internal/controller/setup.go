@@ -62,6 +62,16 @@ type Options struct {
 	// on the manager's webhook server and keeps the rules of this
 	// MutatingWebhookConfiguration on the kinds Automatic policies target.
 	WebhookConfiguration string
+	// InUseWebhook serves the in-use webhook (internal/webhook.InUse) on
+	// the manager's webhook server, and makes unused steps confirm no
+	// sooner than UnusedGrace after their target's deletion.
+	InUseWebhook bool
+	// InUseFailClosed refuses a pod whose check could not be made, as the
+	// configuration's failurePolicy Fail does (--inuse-webhook-failure-policy).
+	InUseFailClosed bool
+	// UnusedGrace bounds the admission-to-storage latency of a pod the
+	// in-use webhook admitted (--unused-release-grace).
+	UnusedGrace time.Duration
 	// EventDrivenWaits wakes a pending wait or delete step as soon as an
 	// object it depends on changes or goes (internal/waits), with a slow
 	// safety-net check; false polls every pending step every 2 s
@@ -86,6 +96,7 @@ func DefaultOptions() Options {
 	return Options{
 		TargetWorkers: 16, AttemptTimeout: 2 * time.Minute, StatusInterval: 15 * time.Second, DefaultServiceAccount: "default",
 		EventDrivenWaits: true, DiagnoseAfter: 5 * time.Minute, DiagnoseInterval: 5 * time.Minute,
+		UnusedGrace: 5 * time.Second,
 	}
 }
 
@@ -169,6 +180,12 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}
 	if opts.WebhookConfiguration != "" {
 		mgr.GetWebhookServer().Register(webhook.Path, &admission.Webhook{Handler: &webhook.Attacher{Client: mgr.GetClient()}})
+	}
+	if opts.InUseWebhook {
+		mgr.GetWebhookServer().Register(webhook.InUsePath, &admission.Webhook{Handler: &webhook.InUse{
+			Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), FailClosed: opts.InUseFailClosed,
+		}})
+		runner.UnusedGrace = opts.UnusedGrace
 	}
 	if err := policies.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the policy controllers: %w", err)

@@ -62,6 +62,10 @@ type Runner struct {
 	// Uses tells unused steps which pods use their target; nil fails them.
 	Uses           UsesIndex
 	unusedMessages unusedMessages
+	// UnusedGrace is how long after its deletion an unused step's target
+	// is confirmed unused at the earliest, when the in-use webhook runs
+	// (unused_confirm.go); 0 confirms at once.
+	UnusedGrace time.Duration
 	// Waiting, when set, keeps what each pending or failing cleanup waits
 	// on, for the controller's diagnosis; nil keeps nothing.
 	Waiting *Waiting

@@ -7,10 +7,13 @@ package steps
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -31,11 +34,76 @@ const confirmPageSize = 500
 // is), and with the same lookup (inuse.Snapshot), so the two cannot
 // disagree on what a use is.
 func (r *Runner) confirmUnused(ctx context.Context, gk schema.GroupKind, ns, name, scope string) (*inuse.Use, error) {
+	if err := r.waitUnusedGrace(ctx, gk, ns, name); err != nil {
+		return nil, err
+	}
 	snap, err := inuse.Gather(ctx, readerLists{r.Reader}, []inuse.Query{{GK: gk, Namespace: ns, Name: name, Scope: scope}})
 	if err != nil {
 		return nil, err
 	}
 	return snap.Users(gk, ns, name, scope)
+}
+
+// deletionTimestampPrecision is how much later than its deletionTimestamp
+// an object may really have been deleted: the API server records the
+// timestamp truncated to the second.
+const deletionTimestampPrecision = time.Second
+
+// waitUnusedGrace returns no sooner than UnusedGrace after the object was
+// deleted, so that the confirming list that follows sees every pod the
+// in-use webhook (internal/webhook.InUse) admitted.
+//
+// Why that is enough. The webhook reads the object from the API server
+// when a pod that uses it is created (or gains it through an ephemeral
+// container), and refuses the pod when the object is being deleted and
+// still carries the key of a policy with an unused step. So a pod it
+// admits was checked by a read that did not see the deletion: the read
+// came before the deletion was stored (at C, at most the deletion's own
+// write latency after its deletionTimestamp D). Such a pod is stored at P,
+// within the API server's admission-to-storage latency L after that read
+// (the end of our webhook's call, the other validating webhooks it waits
+// for, the storage write): P < C + L. The list that follows this wait
+// starts after D + UnusedGrace, and a pod stored before a list starts is
+// in it. So with UnusedGrace > (C - D) + L, every admitted pod is either in
+// the list, or was stored after it only because it was admitted after the
+// read saw the deletion, which the webhook does not do. No record of the
+// webhook's "alive" answers is needed: each one came before C.
+//
+// D is recorded to the second, so the wait counts from D plus that second.
+// It never exceeds UnusedGrace: the object was deleted before the read
+// below saw it Terminating, so a full grace from now is always enough
+// (this also bounds the effect of a controller clock behind the API
+// server's; one ahead of it by s shortens the grace by s).
+//
+// The wait holds a worker, at most UnusedGrace for an object deleted just
+// now and not at all for one deleted earlier; it is not taken without the
+// webhook (UnusedGrace 0), where it would close nothing.
+func (r *Runner) waitUnusedGrace(ctx context.Context, gk schema.GroupKind, ns, name string) error {
+	if r.UnusedGrace <= 0 {
+		return nil
+	}
+	obj := &metav1.PartialObjectMetadata{}
+	// Every kind an unused step holds is served as v1.
+	obj.SetGroupVersionKind(gk.WithVersion("v1"))
+	if err := r.Reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj); err != nil {
+		// Gone: no one can start using it any more.
+		return client.IgnoreNotFound(err)
+	}
+	if obj.DeletionTimestamp == nil {
+		return nil
+	}
+	wait := min(r.UnusedGrace, obj.DeletionTimestamp.Add(deletionTimestampPrecision+r.UnusedGrace).Sub(r.now()))
+	if wait <= 0 {
+		return nil
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return fmt.Errorf("waiting %s after the deletion for pods admitted before it: %w", r.UnusedGrace, ctx.Err())
+	case <-timer.C:
+		return nil
+	}
 }
 
 // readerLists is inuse.Lists through the controller's reader, in pages.
