@@ -101,8 +101,8 @@ func shippedPolicy() ([]*unstructured.Unstructured, error) {
 			out = append(out, obj)
 		}
 	}
-	if len(out) != 6 {
-		return nil, fmt.Errorf("config/default holds %d ValidatingAdmissionPolicy objects, want three policies and their bindings", len(out))
+	if len(out) != 8 {
+		return nil, fmt.Errorf("config/default holds %d ValidatingAdmissionPolicy objects, want four policies and their bindings", len(out))
 	}
 	return out, nil
 }

@@ -129,7 +129,7 @@ func CacheOptions() cache.Options {
 func Setup(mgr ctrl.Manager, opts Options) error {
 	recorder := mgr.GetEventRecorder(Name)
 	index := policy.NewIndex()
-	targets := &target.Reconciler{Client: mgr.GetClient(), Index: index}
+	targets := &target.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Index: index}
 	if err := targets.SetupWithManager(mgr, opts.TargetWorkers); err != nil {
 		return err
 	}

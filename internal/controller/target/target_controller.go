@@ -20,6 +20,7 @@ import (
 	"unique"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -97,7 +98,11 @@ const maxBackoff = 30 * time.Second
 // slow cleanups never hold up guarding new objects.
 type Reconciler struct {
 	Client client.Client
-	Index  *policy.Index
+	// APIReader reads from the API server what decides a release without
+	// cleanup (whether a namespace is being deleted): a cache could be
+	// behind.
+	APIReader client.Reader
+	Index     *policy.Index
 
 	attach, finalize *queue
 	mu               sync.Mutex
@@ -190,13 +195,30 @@ func deletingIs(deleting bool) predicate.TypedPredicate[*metav1.PartialObjectMet
 	})
 }
 
+// CacheSyncTimeout bounds a read of a kind's cache that waits for it to
+// sync. A kind the controller may not list or watch never syncs: the read
+// fails that policy alone, with a reason in its status, instead of holding a
+// worker every policy shares.
+const CacheSyncTimeout = 30 * time.Second
+
+// CacheSyncError says what a read that timed out waiting for a kind's cache
+// most likely means.
+func CacheSyncError(gvk schema.GroupVersionKind, err error) error {
+	return fmt.Errorf("the controller's cache of %s did not sync within %s (can the controller list and watch %s?): %w", gvk.Kind, CacheSyncTimeout, gvk.Kind, err)
+}
+
 // Resync queues every cached object of gvk, so a new or changed policy is
 // applied to objects that already exist.
 func (r *Reconciler) Resync(ctx context.Context, gvk schema.GroupVersionKind, opts ...client.ListOption) error {
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
 	// Only names are read from these: no need for a copy of every object.
-	if err := r.Client.List(ctx, list, append(opts, client.UnsafeDisableDeepCopy)...); err != nil {
+	listCtx, cancel := context.WithTimeout(ctx, CacheSyncTimeout)
+	defer cancel()
+	if err := r.Client.List(listCtx, list, append(opts, client.UnsafeDisableDeepCopy)...); err != nil {
+		if listCtx.Err() != nil && ctx.Err() == nil {
+			return CacheSyncError(gvk, err)
+		}
 		return fmt.Errorf("listing %s: %w", gvk.Kind, err)
 	}
 	for i := range list.Items {
@@ -308,7 +330,17 @@ func (r *Reconciler) apply(ctx context.Context, s *policy.Served, k policy.Serve
 		return 0, nil
 	}
 	if carries && s.Deleting && s.OnPolicyDeletion == teardownv1alpha1.PolicyDeletionRelease {
-		return 0, r.release(ctx, s, k, obj, CausePolicyDeleted, fmt.Sprintf("%s was deleted and its onPolicyDeletion is Release", s.Ref))
+		// Release lets teardowns go when the policy is uninstalled, never
+		// when its namespace (or the object's) is: a namespace being
+		// deleted takes its policies with everything else, and every
+		// object in it is owed its cleanup.
+		terminating, err := NamespaceTerminating(ctx, r.APIReader, obj.Namespace)
+		if err != nil {
+			return 0, err
+		}
+		if !terminating {
+			return 0, r.release(ctx, s, k, obj, CausePolicyDeleted, fmt.Sprintf("%s was deleted and its onPolicyDeletion is Release", s.Ref))
+		}
 	}
 	out, err := k.Fin.Reconcile(ctx, obj)
 	if len(out.Released) > 0 {
@@ -357,6 +389,24 @@ func (r *Reconciler) namespaceLabels(ctx context.Context, ns string, policies []
 		return nil, nil
 	}
 	return NamespaceLabels(ctx, r.Client, ns)
+}
+
+// NamespaceTerminating reports whether namespace ns is being deleted (or is
+// gone). Cluster-scoped objects (ns "") are in no namespace. Callers that
+// release on its answer pass a reader of the API server, not a cache.
+func NamespaceTerminating(ctx context.Context, c client.Reader, ns string) (bool, error) {
+	if ns == "" {
+		return false, nil
+	}
+	nsObj := &metav1.PartialObjectMetadata{}
+	nsObj.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	if err := c.Get(ctx, client.ObjectKey{Name: ns}, nsObj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, fmt.Errorf("reading namespace %s: %w", ns, err)
+	}
+	return nsObj.DeletionTimestamp != nil, nil
 }
 
 // NamespaceLabels reads a namespace's labels (from the cache when c is

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+
+	"github.com/teardown-dev/teardown/internal/controller/target"
 )
 
 // eachCached calls fn with every object of gvk in the manager's
@@ -34,8 +36,13 @@ func eachCached(ctx context.Context, informers cache.Informers, gvk schema.Group
 	like.SetGroupVersionKind(gvk)
 	// The same informer a List of PartialObjectMetadataList would read:
 	// started if need be, and waited on until synced.
-	inf, err := informers.GetInformer(ctx, like)
+	syncCtx, cancel := context.WithTimeout(ctx, target.CacheSyncTimeout)
+	defer cancel()
+	inf, err := informers.GetInformer(syncCtx, like)
 	if err != nil {
+		if syncCtx.Err() != nil && ctx.Err() == nil {
+			return target.CacheSyncError(gvk, err)
+		}
 		return err
 	}
 	if !inf.HasSynced() {

@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -175,8 +176,9 @@ func (r *Reconciler) reconcile(ctx context.Context, obj client.Object, req recon
 	if obj.GetDeletionTimestamp() != nil {
 		// Served again after a restart, and served as deleting: no more
 		// attaching, teardowns under way go on.
-		if err := r.serveDeleting(ctx, obj, pol, polErr); err != nil {
-			return reconcile.Result{}, err
+		if ready := r.serveDeleting(ctx, obj, pol, polErr); ready != nil {
+			ready.ObservedGeneration = obj.GetGeneration()
+			meta.SetStatusCondition(&status.Conditions, *ready)
 		}
 		out, err := r.protect.Reconcile(ctx, obj)
 		if len(out.Removed) > 0 {
@@ -205,30 +207,44 @@ func (r *Reconciler) reconcile(ctx context.Context, obj client.Object, req recon
 	return reconcile.Result{RequeueAfter: r.StatusInterval}, nil
 }
 
-// serveDeleting keeps a deleted policy in force, marked as deleting: its
-// version as served before (after a restart, the version its status
-// records) so the teardowns it started finish.
-func (r *Reconciler) serveDeleting(ctx context.Context, obj client.Object, pol *policy.Policy, polErr error) error {
-	status := statusOf(obj)
-	if polErr != nil {
-		current, ok := r.Index.Get(refOf(obj))
-		if !ok || current.UID != obj.GetUID() {
+// serveDeleting keeps a deleted policy in force, marked as deleting, so the
+// teardowns it started finish. A Terminating policy's spec can still be
+// edited (the admission policy teardown-freeze-deleted-policies refuses
+// that where it is installed), so the current spec is served only once it
+// passed every check a live policy gets; otherwise the version served
+// before stays in force, now as deleting, and none is served when there is
+// none (after a restart): releaseGuarded then waits, releasing nothing.
+// It returns the Ready condition, nil to leave it as it is.
+func (r *Reconciler) serveDeleting(ctx context.Context, obj client.Object, pol *policy.Policy, polErr error) *metav1.Condition {
+	if statusOf(obj).Finalizer == "" {
+		if current, ok := r.Index.Get(refOf(obj)); !ok || current.UID != obj.GetUID() {
 			return nil // never served: it guards nothing
 		}
-		// The spec was edited into something that cannot be served: the
-		// version in force stays, now as deleting (a copy; parsed versions
-		// never change).
+	}
+	cond, ok := r.validate(ctx, pol, polErr)
+	if ok {
+		if err := r.putInForce(ctx, pol, statusOf(obj)); err != nil {
+			cond, ok = notReady(teardownv1alpha1.ForbiddenReason, "%s", err.Error()), false
+		}
+	}
+	if ok {
+		return &metav1.Condition{
+			Type: teardownv1alpha1.ReadyCondition, Status: metav1.ConditionTrue, Reason: teardownv1alpha1.ServingReason,
+			Message: fmt.Sprintf("deleted: finishing the teardowns it started with finalizer %s, attaching no more", pol.Key),
+		}
+	}
+	current, served := r.Index.Get(refOf(obj))
+	if served && current.UID == obj.GetUID() && !current.Deleting {
+		// The version in force before, which passed every check, finishes
+		// what it started (a copy: served versions never change).
 		deleting := *current.Policy
 		deleting.Deleting = true
-		pol = &deleting
-	} else if status.Finalizer == "" {
-		return nil // never served
+		if err := r.putInForce(ctx, &deleting, statusOf(obj)); err != nil {
+			logf.FromContext(ctx).Error(err, "Could not keep the version in force as deleting")
+		}
 	}
-	if _, ok := r.checkOwner(ctx, pol); !ok {
-		r.Index.Delete(pol.Ref)
-		return nil // its key is another policy's now
-	}
-	return r.putInForce(ctx, pol, status)
+	cond.Message = "deleted, and its current spec cannot be served (the version served before, if any, finishes its teardowns): " + cond.Message
+	return &cond
 }
 
 // writeStatus refreshes the counts of the policy in force and writes the

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -34,7 +33,7 @@ func (r *Reconciler) releaseGuarded(ctx context.Context, obj client.Object) fina
 	if !ok || s.UID != obj.GetUID() {
 		return r.unserved(ctx, obj)
 	}
-	terminating, err := r.namespaceTerminating(ctx, obj.GetNamespace())
+	terminating, err := target.NamespaceTerminating(ctx, r.reader, obj.GetNamespace())
 	if err != nil {
 		return finalizer.Retry(err)
 	}
@@ -117,13 +116,16 @@ func (r *Reconciler) unserved(ctx context.Context, obj client.Object) finalizer.
 }
 
 // releaseLive removes s's keys from the objects it owns them on that are
-// not being deleted.
+// not being deleted, except in namespaces being deleted (a
+// ClusterTeardownPolicy's objects there are about to be deleted and are
+// owed their cleanup).
 func (r *Reconciler) releaseLive(ctx context.Context, s *policy.Served) (int, error) {
 	released := 0
+	terminating := r.terminatingNamespaces()
 	for _, k := range s.Keys {
 		for _, gvk := range k.Kinds {
 			release := func(o *metav1.PartialObjectMetadata) bool {
-				return o.DeletionTimestamp == nil && r.owns(ctx, s, k, gvk, o)
+				return o.DeletionTimestamp == nil && r.owns(ctx, s, k, gvk, o) && !terminating(ctx, o.Namespace)
 			}
 			report, err := finalizer.DrainIf(ctx, r.direct, gvk, k.Key, release, scope(s.Policy)...)
 			released += len(report.Removed)
@@ -139,9 +141,11 @@ func (r *Reconciler) releaseLive(ctx context.Context, s *policy.Served) (int, er
 }
 
 // countOwned counts the objects in scope on which s still owns a key: those
-// being deleted, or all of them in a namespace being deleted.
+// being deleted, and those in a namespace being deleted (all of them when
+// all is set: the policy's own namespace is).
 func (r *Reconciler) countOwned(ctx context.Context, s *policy.Served, all bool) (int, error) {
 	n := 0
+	terminating := r.terminatingNamespaces()
 	for _, k := range s.Keys {
 		for _, gvk := range k.Kinds {
 			list := &metav1.PartialObjectMetadataList{}
@@ -154,7 +158,7 @@ func (r *Reconciler) countOwned(ctx context.Context, s *policy.Served, all bool)
 			}
 			for i := range list.Items {
 				o := &list.Items[i]
-				if (all || o.DeletionTimestamp != nil) && r.owns(ctx, s, k, gvk, o) {
+				if (all || o.DeletionTimestamp != nil || terminating(ctx, o.Namespace)) && r.owns(ctx, s, k, gvk, o) {
 					n++
 				}
 			}
@@ -163,30 +167,33 @@ func (r *Reconciler) countOwned(ctx context.Context, s *policy.Served, all bool)
 	return n, nil
 }
 
+// terminatingNamespaces returns a memo of target.NamespaceTerminating, read
+// from the API server, for one pass. A namespace that cannot be read counts
+// as terminating: nothing in it is released on a guess.
+func (r *Reconciler) terminatingNamespaces() func(context.Context, string) bool {
+	seen := map[string]bool{}
+	return func(ctx context.Context, ns string) bool {
+		if ns == "" {
+			return false
+		}
+		t, ok := seen[ns]
+		if !ok {
+			var err error
+			if t, err = target.NamespaceTerminating(ctx, r.reader, ns); err != nil {
+				t = true
+			}
+			seen[ns] = t
+		}
+		return t
+	}
+}
+
 // owns is target.Owns with the namespace labels read when needed. A
 // namespace that cannot be read counts as not selected: only what Teardown
 // attached or started is then owned.
 func (r *Reconciler) owns(ctx context.Context, s *policy.Served, k policy.ServedKey, gvk schema.GroupVersionKind, o *metav1.PartialObjectMetadata) bool {
 	nsLabels, _ := r.nsLabelsFor(ctx, s.Policy, o)
 	return target.Owns(s, k, gvk, o, nsLabels)
-}
-
-// namespaceTerminating reports whether ns (a namespaced policy's own) is
-// being deleted. Read from the API server: this decides whether objects are
-// released.
-func (r *Reconciler) namespaceTerminating(ctx context.Context, ns string) (bool, error) {
-	if ns == "" {
-		return false, nil
-	}
-	nsObj := &metav1.PartialObjectMetadata{}
-	nsObj.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "Namespace"})
-	if err := r.reader.Get(ctx, client.ObjectKey{Name: ns}, nsObj); err != nil {
-		if apierrors.IsNotFound(err) {
-			return true, nil
-		}
-		return false, fmt.Errorf("reading namespace %s: %w", ns, err)
-	}
-	return nsObj.DeletionTimestamp != nil, nil
 }
 
 func isNoMatch(err error) bool { return meta.IsNoMatchError(err) }
