@@ -24,6 +24,16 @@ type Use struct {
 	// Through names the bindings ("ClusterRoleBinding node-agent") that
 	// grant a role to those pods; empty for other kinds.
 	Through []string
+	// GrantedIn is the namespace of each binding in Through ("" for a
+	// ClusterRoleBinding), so that a description names only those its
+	// reader may list (DescribeFor).
+	GrantedIn map[string]string
+}
+
+// grant is a binding a role is granted through: how Through names it and
+// its namespace.
+type grant struct {
+	text, namespace string
 }
 
 // Kinds the unused step holds, by what a pod uses them through.
@@ -96,11 +106,11 @@ func (s *stores) users(gk schema.GroupKind, ns, name, scope string, hold func(ke
 // podKeysOf returns the pod keys whose pods use the object ns/name of kind
 // gk, within namespace scope, and, for a role, which bindings each key came
 // from. hold is told the keys of the bindings the answer rests on.
-func (s *stores) podKeysOf(gk schema.GroupKind, ns, name, scope string, hold func(keys ...string)) ([]string, map[string][]string, error) {
+func (s *stores) podKeysOf(gk schema.GroupKind, ns, name, scope string, hold func(keys ...string)) ([]string, map[string][]grant, error) {
 	// keys are the pod keys to look up; through, for a role, which
 	// bindings each came from.
 	var keys []string
-	through := map[string][]string{}
+	through := map[string][]grant{}
 	switch gk {
 	case serviceAccountKind:
 		keys = []string{serviceAccountKey(ns, name)}
@@ -155,7 +165,7 @@ func (s *stores) podKeysOf(gk schema.GroupKind, ns, name, scope string, hold fun
 						if !slices.Contains(keys, k) {
 							keys = append(keys, k)
 						}
-						through[k] = append(through[k], b.Kind()+" "+objectName(b.Namespace, b.Name)+suffix)
+						through[k] = append(through[k], grant{text: b.Kind() + " " + objectName(b.Namespace, b.Name) + suffix, namespace: b.Namespace})
 					}
 				}
 			}
@@ -188,7 +198,7 @@ func inScope(keys []string, scope string) []string {
 }
 
 // lookup returns the counted pods under keys, in namespace scope when set.
-func (s *stores) lookup(keys []string, scope string, through map[string][]string) (*Use, error) {
+func (s *stores) lookup(keys []string, scope string, through map[string][]grant) (*Use, error) {
 	use := &Use{}
 	seen := map[*Pod]bool{}
 	for _, k := range keys {
@@ -215,9 +225,13 @@ func (s *stores) lookup(keys []string, scope string, through map[string][]string
 		}
 		if found {
 			for _, b := range through[k] {
-				if !slices.Contains(use.Through, b) {
-					use.Through = append(use.Through, b)
+				if !slices.Contains(use.Through, b.text) {
+					use.Through = append(use.Through, b.text)
 				}
+				if use.GrantedIn == nil {
+					use.GrantedIn = map[string]string{}
+				}
+				use.GrantedIn[b.text] = b.namespace
 			}
 		}
 	}

@@ -11,13 +11,36 @@ import (
 	"strings"
 )
 
-// Describe says who holds an object of kind, for a person: the pods grouped
-// by the controller that owns them, the largest groups first, at most a few
-// named, such as "2 pods of DaemonSet agents/node-agent still run as this
-// ServiceAccount (1 terminating)". The controller's unused step writes it as
-// its pending message and kubectl teardown plan prints it, so both say the
-// same words about the same use.
-func Describe(kind string, use *Use) string {
+// Audience says which objects a description may name: those of the
+// namespaces MayName allows; the others it counts, "2 pods " + Elsewhere().
+// The controller's unused step passes steps.Audience (who reads the
+// message on the target); kubectl teardown plan, which shows only what its
+// user listed, names everything (Describe).
+type Audience interface {
+	MayName(namespace string) bool
+	Elsewhere() string
+}
+
+// everyone names every object.
+type everyone struct{}
+
+func (everyone) MayName(string) bool { return true }
+func (everyone) Elsewhere() string   { return "" }
+
+// Describe is DescribeFor a reader who may see every pod and binding in
+// use: kubectl teardown plan's user, who listed them.
+func Describe(kind string, use *Use) string { return DescribeFor(kind, use, everyone{}) }
+
+// DescribeFor says who holds an object of kind, for a person of audience
+// a: the pods a may see grouped by the controller that owns them, the
+// largest groups first, at most a few named, such as "2 pods of DaemonSet
+// agents/node-agent still run as this ServiceAccount (1 terminating)"; the
+// pods of namespaces a may not see are only counted ("and 2 pods outside
+// namespace web"), and so are the bindings a role is granted through. The
+// controller's unused step writes it as its pending message and kubectl
+// teardown plan prints it (Describe), so both say the same words about the
+// same use.
+func DescribeFor(kind string, use *Use, a Audience) string {
 	type group struct {
 		name  string
 		pods  int
@@ -25,10 +48,14 @@ func Describe(kind string, use *Use) string {
 	}
 	var groups []*group
 	byName := map[string]*group{}
-	terminating := 0
+	terminating, hidden := 0, 0
 	for _, p := range use.Pods {
 		if p.Deleting {
 			terminating++
+		}
+		if !a.MayName(p.Namespace) {
+			hidden++
+			continue
 		}
 		name := "pod " + p.Namespace + "/" + p.Name
 		if p.OwnerKind != "" {
@@ -63,6 +90,9 @@ func Describe(kind string, use *Use) string {
 			parts = append(parts, fmt.Sprintf("%d pods of %s", g.pods, g.name))
 		}
 	}
+	if hidden > 0 {
+		parts = append(parts, fmt.Sprintf("%d %s %s", hidden, plural(hidden > 1, "pod", "pods"), a.Elsewhere()))
+	}
 	who := joinAnd(parts)
 	many := len(use.Pods) > 1
 	var what string
@@ -75,8 +105,8 @@ func Describe(kind string, use *Use) string {
 		what = plural(many, "runs", "run") + " as a subject of this " + kind
 	default: // Role, ClusterRole
 		what = plural(many, "runs", "run") + " with this " + kind + "'s rights"
-		if len(use.Through) > 0 {
-			what += " (through " + summarize(use.Through) + ")"
+		if through := throughFor(use, a); through != "" {
+			what += " (through " + through + ")"
 		}
 	}
 	msg := who + " still " + what
@@ -84,6 +114,26 @@ func Describe(kind string, use *Use) string {
 		msg += fmt.Sprintf(" (%d terminating)", terminating)
 	}
 	return msg
+}
+
+// throughFor names the bindings of use.Through a may see, and counts the
+// others. A binding whose namespace is not known counts as cluster-scoped.
+func throughFor(use *Use, a Audience) string {
+	var named []string
+	hidden := 0
+	for _, b := range use.Through {
+		if a.MayName(use.GrantedIn[b]) {
+			named = append(named, b)
+		} else {
+			hidden++
+		}
+	}
+	out := summarize(named)
+	if hidden > 0 {
+		counted := fmt.Sprintf("%d %s %s", hidden, plural(hidden > 1, "binding", "bindings"), a.Elsewhere())
+		out = joinAnd(slices.DeleteFunc([]string{out, counted}, func(s string) bool { return s == "" }))
+	}
+	return out
 }
 
 func plural(many bool, one, more string) string {

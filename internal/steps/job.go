@@ -83,13 +83,17 @@ func (r *Runner) job(ctx context.Context, pol *policy.Policy, step teardownv1alp
 		return transient(err)
 	}
 	name := JobName(string(pol.UID), string(t.Obj.GetUID()), step.Name)
+	// A cluster policy's Job runs in a namespace of its choosing, perhaps
+	// not the target's: its messages then name neither (audience.go).
+	readers := audienceOf(t)
+	named := readers.name("Job", ns, name)
 	job := &batchv1.Job{}
 	err = reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, job)
 	switch {
 	case apierrors.IsNotFound(err):
 		return r.createJob(ctx, writer, pol, step, t, ns, name)
 	case err != nil:
-		return transient(fmt.Errorf("reading Job %s/%s: %w", ns, name, err))
+		return transient(fmt.Errorf("reading %s: %w", named, readers.hide(ns, err)))
 	}
 	for _, c := range job.Status.Conditions {
 		if c.Status != corev1.ConditionTrue {
@@ -98,7 +102,7 @@ func (r *Runner) job(ctx context.Context, pol *policy.Policy, step teardownv1alp
 		switch c.Type {
 		case batchv1.JobComplete:
 			if err := removeJob(ctx, writer, job); err != nil {
-				return transient(err)
+				return transient(readers.hide(ns, err))
 			}
 			return done()
 		case batchv1.JobFailed:
@@ -106,23 +110,32 @@ func (r *Runner) job(ctx context.Context, pol *policy.Policy, step teardownv1alp
 			// removed the failure is not reported, so that a Continue or
 			// Release never leaves a failed Job behind.
 			if err := removeJob(ctx, writer, job); err != nil {
-				return transient(err)
+				return transient(readers.hide(ns, err))
 			}
-			return failed(fmt.Errorf("Job %s/%s failed: %s: %s", ns, name, cleantext.Clean(c.Reason, maxWebhookStatus), cleantext.Clean(c.Message, maxWebhookMessage)))
+			if !readers.MayName(ns) {
+				// The condition's message may name the Job's pods.
+				return failed(fmt.Errorf("%s failed: %s", named, cleantext.Clean(c.Reason, maxWebhookStatus)))
+			}
+			return failed(fmt.Errorf("%s failed: %s: %s", named, cleantext.Clean(c.Reason, maxWebhookStatus), cleantext.Clean(c.Message, maxWebhookMessage)))
 		}
 	}
-	out := pending(0, "Job %s/%s is running", ns, name)
+	out := pending(0, "%s is running", named)
 	out.waitingOn(batchv1.SchemeGroupVersion.WithKind("Job"), ns, name)
 	return out
 }
 
 func (r *Runner) createJob(ctx context.Context, writer client.Client, pol *policy.Policy, step teardownv1alpha1.Step, t Target, ns, name string) outcome {
+	readers := audienceOf(t)
 	nsObj := &corev1.Namespace{}
 	if err := r.Reader.Get(ctx, client.ObjectKey{Name: ns}, nsObj); err != nil {
-		return transient(fmt.Errorf("reading namespace %s for the Job: %w", ns, err))
+		return transient(fmt.Errorf("reading the namespace of %s: %w", readers.name("Job", ns, name), readers.hide(ns, err)))
 	}
 	if nsObj.DeletionTimestamp != nil {
-		return transient(fmt.Errorf("namespace %s is terminating, so no Job can be created there; set job.namespace to run the cleanup elsewhere", ns))
+		where := "namespace " + ns
+		if !readers.MayName(ns) {
+			where = "the Job's namespace, " + readers.Elsewhere() + ","
+		}
+		return transient(fmt.Errorf("%s is terminating, so no Job can be created there; set job.namespace to run the cleanup elsewhere", where))
 	}
 	sa, err := r.jobServiceAccount(pol)
 	if err != nil {
@@ -130,9 +143,9 @@ func (r *Runner) createJob(ctx context.Context, writer client.Client, pol *polic
 	}
 	job := NewJob(pol, step, t, ns, sa)
 	if err := writer.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {
-		return transient(fmt.Errorf("creating Job %s/%s: %w", ns, name, err))
+		return transient(fmt.Errorf("creating %s: %w", readers.name("Job", ns, name), readers.hide(ns, err)))
 	}
-	return pending(0, "started Job %s/%s", ns, name)
+	return pending(0, "started %s", readers.name("Job", ns, name))
 }
 
 // NewJob is the Job a job step creates in namespace ns for target t: the

@@ -89,8 +89,9 @@ func (r *Runner) delete(ctx context.Context, pol *policy.Policy, key string, i i
 	if err != nil {
 		return transient(err)
 	}
-	var remaining []string
+	var remaining []mention
 	var waiting outcome // collects what the step waits on
+	readers := audienceOf(t)
 	for _, res := range d.Resources {
 		gvk, opts, err := r.listOptions(pol, res, t)
 		if err != nil {
@@ -104,21 +105,23 @@ func (r *Runner) delete(ctx context.Context, pol *policy.Policy, key string, i i
 		for i := range list.Items {
 			obj := &list.Items[i]
 			obj.SetGroupVersionKind(gvk)
-			remaining = append(remaining, gvk.Kind+" "+client.ObjectKeyFromObject(obj).String())
+			remaining = append(remaining, mention{namespace: obj.Namespace, text: objectText(gvk.Kind, obj.Namespace, obj.Name)})
 			waiting.waitingOn(gvk, obj.Namespace, obj.Name)
 			if obj.DeletionTimestamp != nil {
 				continue // already going; deleting again only costs a write
 			}
 			err := writer.Delete(ctx, obj, client.PropagationPolicy(propagation), client.Preconditions{UID: &obj.UID})
 			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-				return watch.finish(transient(fmt.Errorf("deleting %s %s: %w", gvk.Kind, client.ObjectKeyFromObject(obj), err)))
+				return watch.finish(transient(fmt.Errorf("deleting %s: %w", readers.name(gvk.Kind, obj.Namespace, obj.Name), readers.hide(obj.Namespace, err))))
 			}
 		}
 	}
 	if len(remaining) == 0 {
 		return watch.finish(done())
 	}
-	out := pending(0, "waiting for %d object(s) to be gone: %s", len(remaining), summarize(remaining))
+	// Named only where the target's readers could list them (a cluster
+	// policy's step may delete cluster-scoped objects): the rest counted.
+	out := pending(0, "waiting for %d object(s) to be gone: %s", len(remaining), readers.summarizeFor(remaining))
 	out.waitsOn = waiting.waitsOn
 	return watch.finish(out)
 }
@@ -223,15 +226,6 @@ func celErrorCategory(err error) string {
 		return "integer overflow"
 	}
 	return "evaluation error"
-}
-
-// summarize lists a few names, enough for a person to know where to look.
-func summarize(names []string) string {
-	const shown = 3
-	if len(names) <= shown {
-		return strings.Join(names, ", ")
-	}
-	return fmt.Sprintf("%s and %d more", strings.Join(names[:shown], ", "), len(names)-shown)
 }
 
 // stepWatch is a pending wait or delete step's registration with

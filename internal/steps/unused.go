@@ -133,7 +133,11 @@ func (r *Runner) unused(ctx context.Context, pol *policy.Policy, key string, i i
 			"target", klog.KObj(t.Obj), "pods", len(live.Pods))
 		use, lagging = live, true
 	}
-	msg := inuse.Describe(gk.Kind, use)
+	// The message lands on the target, read by whoever may read its
+	// namespace: pods elsewhere (a RoleBinding's subject may name another
+	// namespace's ServiceAccounts) are counted, not named. What the
+	// diagnosis reads (waitingOn) keeps them all.
+	msg := inuse.DescribeFor(gk.Kind, use, audienceOf(t))
 	recheck := unusedRecheck
 	if r.unusedMessages.changed(w, msg, r.now()) {
 		recheck = unusedMessageRecheck

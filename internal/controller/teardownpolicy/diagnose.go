@@ -259,6 +259,12 @@ func (x *Diagnoser) record(ctx context.Context, dk diagKey, ref policy.Ref, obj 
 	if !changed {
 		return
 	}
+	// The Event is read by whoever may read the object's namespace: a
+	// ClusterTeardownPolicy's diagnosis, whole in its status, is told
+	// there as a TeardownPolicy's is (steps.Audience).
+	if a := steps.AudienceOf(obj.GroupVersionKind(), obj); a.Namespace != "" {
+		d = tenantView(d, a.Namespace, obj.GroupVersionKind(), obj)
+	}
 	note := d.message
 	if step != "" {
 		note = "step " + step + ": " + note

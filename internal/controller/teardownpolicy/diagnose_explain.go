@@ -209,7 +209,10 @@ func tenantView(d diagnosis, ns string, gvk schema.GroupVersionKind, obj metav1.
 	if blockerInside && (d.ownerNamespace == "" || d.ownerNamespace == ns) {
 		return d
 	}
-	explain := fmt.Sprintf("a cluster admin can run: kubectl teardown explain %s %s -n %s", strings.ToLower(gvk.Kind), obj.GetName(), obj.GetNamespace())
+	explain := fmt.Sprintf("a cluster admin can run: kubectl teardown explain %s %s", strings.ToLower(gvk.Kind), obj.GetName())
+	if obj.GetNamespace() != "" { // a Namespace target has none
+		explain += " -n " + obj.GetNamespace()
+	}
 	if blockerInside && d.blocker != nil && d.finalizer != "" {
 		return diagnosis{cause: CauseOutsideNamespace, blocker: d.blocker, finalizer: d.finalizer,
 			message: fmt.Sprintf("%s %s/%s: %s: the finalizer's owner runs outside namespace %s; %s", d.blocker.Kind, d.blocker.Namespace, d.blocker.Name, d.finalizer, ns, explain)}
