@@ -72,6 +72,9 @@ func TestMain(m *testing.M) {
 		// Diagnose stuck objects within seconds (diagnose_test.go).
 		opts.Controller.DiagnoseAfter, opts.Controller.DiagnoseInterval = 2*time.Second, 2*time.Second
 		opts.Controller.WebhookConfiguration = attachWebhookConfiguration
+		// The in-use webhook is served; inuse_test.go registers it for its
+		// own namespaces. Admission to storage takes milliseconds here.
+		opts.Controller.InUseWebhook, opts.Controller.UnusedGrace = true, time.Second
 		// The cleanup servers listen on 127.0.0.1, which webhook steps call
 		// only where the operator allows it.
 		opts.Controller.WebhookAllowedCIDRs = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
@@ -249,6 +252,13 @@ func selector(kv ...string) *metav1.LabelSelector {
 // installs, as config/webhook does in a cluster.
 const attachWebhookConfiguration = "teardown-attach-finalizers"
 
+// webhookHost and webhookCA are where the suite's webhook server listens
+// and the CA its certificate verifies with (installAttachWebhook).
+var (
+	webhookHost string
+	webhookCA   []byte
+)
+
 // installAttachWebhook serves the attach-at-create webhook on 127.0.0.1 with
 // a self-signed certificate and registers it with the API server, with no
 // rules: the controller fills them in from the policies.
@@ -273,7 +283,8 @@ func installAttachWebhook(dir string) (ctrlwebhook.Server, error) {
 	if err := os.WriteFile(filepath.Join(certDir, "tls.key"), keyPEM, 0o600); err != nil {
 		return nil, err
 	}
-	url := fmt.Sprintf("https://127.0.0.1:%d%s", port, webhook.Path)
+	webhookHost, webhookCA = fmt.Sprintf("https://127.0.0.1:%d", port), certPEM
+	url := webhookHost + webhook.Path
 	fail, none := admissionregistrationv1.Ignore, admissionregistrationv1.SideEffectClassNone
 	mwc := &admissionregistrationv1.MutatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: attachWebhookConfiguration},

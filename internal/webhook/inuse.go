@@ -189,13 +189,13 @@ func refusal(refs []reference) string {
 	for i, r := range refs {
 		names[i] = r.String()
 	}
-	verb, subj, obj := "is", "it", "it"
+	verb, subj, obj, other := "is", "it", "it", "another one"
 	if len(refs) > 1 {
-		verb, subj, obj = "are", "they", "them"
+		verb, subj, obj, other = "are", "they", "them", "other ones"
 	}
 	return fmt.Sprintf("%[1]s %[2]s being deleted: a teardown policy's unused step keeps %[4]s only until the pods that already use %[4]s are gone, "+
-		"so no new pod may start using %[4]s (a pod created now would lose %[4]s). Create the pod after %[3]s %[2]s gone and created again, or use another",
-		strings.Join(names, ", "), verb, subj, obj)
+		"so no new pod may start using %[4]s (a pod created now would lose %[4]s). Create the pod after %[3]s %[2]s gone and created again, or make it use %[5]s",
+		strings.Join(names, ", "), verb, subj, obj, other)
 }
 
 // referencesOf lists the Secrets, ConfigMaps and ServiceAccount of its

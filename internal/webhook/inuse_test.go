@@ -123,19 +123,25 @@ func TestInUse(t *testing.T) {
 	}{{
 		name: "a pod that would use a held Secret being deleted is refused",
 		objs: []client.Object{unusedPolicy, terminatingObj(&corev1.Secret{}, "creds", clusterKey)},
-		req:  func(t *testing.T) admission.Request { return request(t, admissionv1.Create, "", podUsing("creds"), nil) },
+		req: func(t *testing.T) admission.Request {
+			return request(t, admissionv1.Create, "", podUsing("creds"), nil)
+		},
 		// The ServiceAccount web and the Secret creds.
 		wantGets:   2,
 		wantDenied: `Secret "creds" is being deleted: a teardown policy's unused step keeps it only until the pods that already use it are gone`,
 	}, {
-		name:     "a live Secret is no reason to refuse",
-		objs:     []client.Object{unusedPolicy, terminatingObj(&corev1.Secret{}, "creds")},
-		req:      func(t *testing.T) admission.Request { return request(t, admissionv1.Create, "", podUsing("creds"), nil) },
+		name: "a live Secret is no reason to refuse",
+		objs: []client.Object{unusedPolicy, terminatingObj(&corev1.Secret{}, "creds")},
+		req: func(t *testing.T) admission.Request {
+			return request(t, admissionv1.Create, "", podUsing("creds"), nil)
+		},
 		wantGets: 2,
 	}, {
 		name: "a missing Secret is the kubelet's business",
 		objs: []client.Object{unusedPolicy},
-		req:  func(t *testing.T) admission.Request { return request(t, admissionv1.Create, "", podUsing("creds"), nil) }, wantGets: 2,
+		req: func(t *testing.T) admission.Request {
+			return request(t, admissionv1.Create, "", podUsing("creds"), nil)
+		}, wantGets: 2,
 	}, {
 		name: "a pod's default ServiceAccount being deleted",
 		objs: []client.Object{unusedPolicy, terminatingObj(&corev1.ServiceAccount{}, "default", clusterKey)},
@@ -149,16 +155,22 @@ func TestInUse(t *testing.T) {
 		name: "every held object is named",
 		objs: []client.Object{unusedPolicy, terminatingObj(&corev1.Secret{}, "a", clusterKey), terminatingObj(&corev1.Secret{}, "b", clusterKey),
 			terminatingObj(&corev1.Secret{}, "c")},
-		req:      func(t *testing.T) admission.Request { return request(t, admissionv1.Create, "", podUsing("a", "b", "c"), nil) },
+		req: func(t *testing.T) admission.Request {
+			return request(t, admissionv1.Create, "", podUsing("a", "b", "c"), nil)
+		},
 		wantGets: 4, wantDenied: `Secret "a", Secret "b" are being deleted: a teardown policy's unused step keeps them only`,
 	}, {
 		name: "a Secret held by a policy without an unused step is admitted",
 		objs: []client.Object{clusterPolicy("uninstall", deleteSteps, "Secret"), terminatingObj(&corev1.Secret{}, "creds", clusterKey)},
-		req:  func(t *testing.T) admission.Request { return request(t, admissionv1.Create, "", podUsing("creds"), nil) },
+		req: func(t *testing.T) admission.Request {
+			return request(t, admissionv1.Create, "", podUsing("creds"), nil)
+		},
 	}, {
 		name: "only the kinds unused steps target are read",
 		objs: []client.Object{clusterPolicy("uninstall", unusedSteps, "ConfigMap"), terminatingObj(&corev1.Secret{}, "creds", clusterKey)},
-		req:  func(t *testing.T) admission.Request { return request(t, admissionv1.Create, "", podUsing("creds"), nil) },
+		req: func(t *testing.T) admission.Request {
+			return request(t, admissionv1.Create, "", podUsing("creds"), nil)
+		},
 	}, {
 		name: "a TeardownPolicy of the pod's namespace holds",
 		objs: []client.Object{
@@ -166,7 +178,9 @@ func TestInUse(t *testing.T) {
 				Steps: unusedSteps, Targets: []teardownv1alpha1.Target{{APIVersion: "v1", Kind: "Secret"}}}},
 			terminatingObj(&corev1.Secret{}, "creds", "shop.teardown.dev/creds"),
 		},
-		req:      func(t *testing.T) admission.Request { return request(t, admissionv1.Create, "", podUsing("creds"), nil) },
+		req: func(t *testing.T) admission.Request {
+			return request(t, admissionv1.Create, "", podUsing("creds"), nil)
+		},
 		wantGets: 1, wantDenied: `Secret "creds" is being deleted`,
 	}, {
 		name: "a debug container that gains a held Secret is refused",
@@ -188,15 +202,19 @@ func TestInUse(t *testing.T) {
 			return request(t, admissionv1.Update, "", podUsing("creds"), podUsing("creds"))
 		},
 	}, {
-		name:     "a read that fails admits with a warning",
-		objs:     []client.Object{unusedPolicy},
-		req:      func(t *testing.T) admission.Request { return request(t, admissionv1.Create, "", podUsing("creds"), nil) },
+		name: "a read that fails admits with a warning",
+		objs: []client.Object{unusedPolicy},
+		req: func(t *testing.T) admission.Request {
+			return request(t, admissionv1.Create, "", podUsing("creds"), nil)
+		},
 		getErr:   errors.New("etcdserver: request timed out"),
 		wantGets: 2, wantWarn: true,
 	}, {
-		name:       "a read that fails refuses when failing closed",
-		objs:       []client.Object{unusedPolicy},
-		req:        func(t *testing.T) admission.Request { return request(t, admissionv1.Create, "", podUsing("creds"), nil) },
+		name: "a read that fails refuses when failing closed",
+		objs: []client.Object{unusedPolicy},
+		req: func(t *testing.T) admission.Request {
+			return request(t, admissionv1.Create, "", podUsing("creds"), nil)
+		},
 		getErr:     errors.New("etcdserver: request timed out"),
 		failClosed: true,
 		wantGets:   2, wantDenied: "could not check whether an object this pod uses is being deleted by a teardown policy: reading",

@@ -1,0 +1,277 @@
+/*
+Copyright 2026 The Teardown Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package controller_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/testenv"
+	"github.com/teardown-dev/teardown/internal/webhook"
+)
+
+// inUseRefusal is the start of the refusal of a pod that would use Secret
+// name while it is torn down.
+func inUseRefusal(name string) string { return fmt.Sprintf("Secret %q is being deleted", name) }
+
+// registerInUseWebhook registers the suite's in-use webhook, as
+// config/webhook/inuse does (failurePolicy Ignore), for the pods of
+// namespace ns only, so that other tests' pods never reach it; and waits
+// until the API server calls it: until a dry-run pod that would use a
+// Secret labelled labels, held by key and by a pod that uses it, is
+// refused.
+func registerInUseWebhook(t *testing.T, ns string, labels map[string]string, key string) {
+	t.Helper()
+	url := webhookHost + webhook.InUsePath
+	ignore, none := admissionregistrationv1.Ignore, admissionregistrationv1.SideEffectClassNone
+	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "inuse-" + ns},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
+			Name: webhook.InUseWebhookName, ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: webhookCA},
+			Rules: []admissionregistrationv1.RuleWithOperations{
+				{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+					Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}}},
+				{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
+					Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods/ephemeralcontainers"}}},
+			},
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}},
+			FailurePolicy:     &ignore, SideEffects: &none, AdmissionReviewVersions: []string{"v1"}, TimeoutSeconds: ptr.To[int32](5),
+		}},
+	}
+	create(t, vwc)
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), vwc) })
+
+	probe := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: ns, Labels: labels}}
+	create(t, probe)
+	holder := podUsingSecret(ns, "probe-holder", probe.Name)
+	holder.Finalizers = []string{kubeletHold}
+	create(t, holder)
+	testenv.Eventually(t, 20*time.Second, "the finalizer on the probe Secret", hasFinalizer(probe, key))
+	del(t, probe)
+	testenv.Eventually(t, 20*time.Second, "the in-use webhook to refuse a new user of the probe Secret", func(ctx context.Context) (bool, error) {
+		err := k8s.Create(ctx, podUsingSecret(ns, "probe-newcomer", probe.Name), client.DryRunAll)
+		if err == nil {
+			return false, nil // not called yet
+		}
+		if strings.Contains(err.Error(), inUseRefusal(probe.Name)) {
+			return true, nil
+		}
+		return false, err
+	})
+	del(t, holder)
+	releasePod(t, holder)
+	goneWithin(t, 10*time.Second, "the probe Secret", probe)
+}
+
+// podUsingSecret is a pod of ns that mounts Secret secret. No kubelet
+// runs here: it stays Pending, existing, until deleted.
+func podUsingSecret(ns, name, secret string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: corev1.PodSpec{
+		Containers: []corev1.Container{{Name: "c", Image: "c:1"}},
+		Volumes:    []corev1.Volume{{Name: "s", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: secret}}}},
+	}}
+}
+
+// TestInUseWebhookRefusesNewUses: with the in-use webhook, a pod that would
+// start using a Secret an unused step holds while it is torn down is
+// refused, at create and through an ephemeral container, with a message
+// that names the Secret; a pod that uses a live Secret is admitted.
+func TestInUseWebhookRefusesNewUses(t *testing.T) {
+	ns := testenv.NewNamespace(t, k8s)
+	app := "inuse-" + ns
+	labels := map[string]string{"app": app}
+	pol := serveUnusedPolicy(t, "inuse-"+ns, teardownv1alpha1.Target{APIVersion: "v1", Kind: "Secret", Selector: selector("app", app)})
+	key := "teardown.dev/" + pol.Name
+	registerInUseWebhook(t, ns, labels, key)
+
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: ns, Labels: labels}}
+	live := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "live-creds", Namespace: ns, Labels: labels}}
+	create(t, secret)
+	create(t, live)
+	holder := podUsingSecret(ns, "holder", secret.Name)
+	holder.Finalizers = []string{kubeletHold}
+	create(t, holder)
+	bystander := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "bystander", Namespace: ns},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "c:1"}}}}
+	create(t, bystander)
+	testenv.Eventually(t, 20*time.Second, "the finalizer on the Secret", hasFinalizer(secret, key))
+	testenv.Eventually(t, 20*time.Second, "the finalizer on the live Secret", hasFinalizer(live, key))
+	del(t, secret)
+
+	t.Run("a new pod that would use it is refused", func(t *testing.T) {
+		err := k8s.Create(t.Context(), podUsingSecret(ns, "newcomer", secret.Name))
+		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), inUseRefusal(secret.Name)) {
+			t.Fatalf("creating a pod that uses the held Secret: %v, want Forbidden with %q", err, inUseRefusal(secret.Name))
+		}
+		t.Logf("refused: %v", err)
+		if strings.Contains(err.Error(), pol.Name) {
+			t.Errorf("the refusal names the ClusterTeardownPolicy: %v", err)
+		}
+	})
+	t.Run("an ephemeral container that would use it is refused", func(t *testing.T) {
+		debug := bystander.DeepCopy()
+		debug.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+			Name: "debug", Image: "busybox",
+			EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: secret.Name}}}},
+		}}}
+		err := k8s.SubResource("ephemeralcontainers").Update(t.Context(), debug)
+		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), inUseRefusal(secret.Name)) {
+			t.Fatalf("adding an ephemeral container that uses the held Secret: %v, want Forbidden with %q", err, inUseRefusal(secret.Name))
+		}
+	})
+	t.Run("a pod that uses a live Secret is admitted", func(t *testing.T) {
+		create(t, podUsingSecret(ns, "user-of-live", live.Name))
+	})
+	allStay(t, "the holder runs", secret)
+	del(t, holder)
+	releasePod(t, holder)
+	goneWithin(t, 10*time.Second, "the Secret", secret)
+}
+
+// deletions records the revision at which each Secret of a namespace was
+// removed, from a watch: a DELETED event carries the revision of the
+// removal as its object's resourceVersion. Revisions are compared as
+// numbers, which the API calls opaque; the storage behind this test
+// (etcd) orders them so.
+type deletions struct {
+	mu      sync.Mutex
+	removed map[string]int64
+}
+
+func (d *deletions) revision(name string) int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.removed[name]
+}
+
+func watchDeletions(t *testing.T, ns string) *deletions {
+	t.Helper()
+	wc, err := client.NewWithWatch(cfg, client.Options{Scheme: k8s.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := wc.Watch(t.Context(), &corev1.SecretList{}, client.InNamespace(ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	d := &deletions{removed: map[string]int64{}}
+	go func() {
+		for ev := range w.ResultChan() {
+			s, ok := ev.Object.(*corev1.Secret)
+			if !ok || ev.Type != watch.Deleted {
+				continue
+			}
+			rv, err := strconv.ParseInt(s.ResourceVersion, 10, 64)
+			if err != nil {
+				continue
+			}
+			d.mu.Lock()
+			d.removed[s.Name] = rv
+			d.mu.Unlock()
+		}
+	}()
+	return d
+}
+
+// TestUnusedNewPodRace is issue 16's race, repeated: a pod that uses a
+// Secret is created right after, or at the same moment as, the Secret's
+// deletion. Whatever the order, the Secret must never be removed after a
+// pod that uses it was stored, while that pod exists and is not being
+// deleted: the pod is either refused (its check saw the deletion), seen by
+// the step's confirming list (its check came before the deletion, and the
+// list waits out the grace), or stored after the Secret was gone (a pod
+// may always name a Secret that does not exist).
+func TestUnusedNewPodRace(t *testing.T) {
+	const rounds = 30
+	ns := testenv.NewNamespace(t, k8s)
+	app := "race-" + ns
+	labels := map[string]string{"app": app}
+	pol := serveUnusedPolicy(t, "race-"+ns, teardownv1alpha1.Target{APIVersion: "v1", Kind: "Secret", Selector: selector("app", app)})
+	key := "teardown.dev/" + pol.Name
+	registerInUseWebhook(t, ns, labels, key)
+
+	deletions := watchDeletions(t, ns)
+	var refused, held, after, violations int
+	for i := range rounds {
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("creds-%d", i), Namespace: ns, Labels: labels}}
+		create(t, secret)
+		testenv.Eventually(t, 20*time.Second, "the finalizer on "+secret.Name, hasFinalizer(secret, key))
+		pod := podUsingSecret(ns, fmt.Sprintf("user-%d", i), secret.Name)
+		var err error
+		if i%2 == 0 {
+			// The issue's order: the pod right after the deletion.
+			del(t, secret)
+			err = k8s.Create(t.Context(), pod)
+		} else {
+			// Both at once, the deletion a little later or sooner, so that
+			// some pods are checked before the deletion and stored after.
+			var wg sync.WaitGroup
+			var delErr error
+			wg.Go(func() {
+				time.Sleep(time.Duration(rand.IntN(4000)) * time.Microsecond)
+				delErr = k8s.Delete(t.Context(), secret)
+			})
+			err = k8s.Create(t.Context(), pod)
+			wg.Wait()
+			if delErr != nil {
+				t.Fatalf("deleting %s: %v", secret.Name, delErr)
+			}
+		}
+		switch {
+		case err == nil:
+		case apierrors.IsForbidden(err) && strings.Contains(err.Error(), inUseRefusal(secret.Name)):
+			refused++
+			goneWithin(t, 10*time.Second, secret.Name+", which no pod uses", secret)
+			continue
+		default:
+			t.Fatalf("creating %s: %v", pod.Name, err)
+		}
+		// The pod exists: the Secret must stay. A wrong release comes
+		// within the grace and its second after the deletion.
+		deadline := time.Now().Add(3 * time.Second)
+		removed := int64(0)
+		for removed == 0 && time.Now().Before(deadline) {
+			removed = deletions.revision(secret.Name)
+			time.Sleep(5 * time.Millisecond)
+		}
+		created, err := strconv.ParseInt(pod.ResourceVersion, 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case removed == 0:
+			held++
+		case removed > created:
+			violations++
+			t.Errorf("round %d: %s went (revision %d) after pod %s, which uses it, was stored (revision %d), while it exists and is not being deleted",
+				i, secret.Name, removed, pod.Name, created)
+		default:
+			// Gone before the pod was stored: the pod waits for a
+			// Secret that does not exist, as any pod may.
+			after++
+		}
+		del(t, pod)
+		goneWithin(t, 10*time.Second, secret.Name+" after its pod", secret)
+	}
+	t.Logf("%d rounds: %d pods refused, %d admitted and held the Secret, %d admitted after the Secret was gone, %d Secrets went after a pod that uses them was stored",
+		rounds, refused, held, after, violations)
+}
