@@ -129,7 +129,7 @@ func CacheOptions() cache.Options {
 func Setup(mgr ctrl.Manager, opts Options) error {
 	recorder := mgr.GetEventRecorder(Name)
 	index := policy.NewIndex()
-	targets := &target.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Index: index}
+	targets := &target.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Index: index, StartedBy: steps.StartedBy}
 	if err := targets.SetupWithManager(mgr, opts.TargetWorkers); err != nil {
 		return err
 	}
@@ -187,6 +187,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		}})
 		runner.UnusedGrace = opts.UnusedGrace
 	}
+	targets.PolicyExists = policies.PolicyExists
 	if err := policies.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the policy controllers: %w", err)
 	}

@@ -40,8 +40,27 @@ type ServedKey struct {
 	// Retired marks a key of an earlier version: never attached, released
 	// from objects not being deleted, finished on objects being deleted.
 	Retired bool
+	// Finishing marks a key another policy owns now (the policy yielded
+	// it): never attached, never released; only the teardowns this policy
+	// started under it (their step record names this policy) are finished,
+	// under its steps.
+	Finishing bool
 	// Fin runs the policy's steps under Key.
 	Fin *finalizer.Finalizers
+}
+
+// Outranks orders two served policies that both serve a key for an object,
+// as Claim.Outranks does for their claims: the policy controller serves
+// only the owner, but while it has not yet seen a new rival both can be in
+// force for a moment, and then only the higher acts.
+func (s *Served) Outranks(o *Served) bool {
+	return Claim{Ref: s.Ref, Created: s.Created}.Outranks(Claim{Ref: o.Ref, Created: o.Created})
+}
+
+// Yielded reports whether the policy serves only the teardowns it started:
+// another policy owns its key.
+func (s *Served) Yielded() bool {
+	return len(s.Keys) > 0 && !slices.ContainsFunc(s.Keys, func(k ServedKey) bool { return !k.Finishing })
 }
 
 // Serves reports whether k is served for objects of kind gvk.

@@ -286,7 +286,7 @@ func action(step teardownv1alpha1.Step) string {
 // the object carries. Failing to record is not fatal: steps are idempotent,
 // and a restart only repeats the steps since the last record.
 func (r *Runner) saveState(ctx context.Context, pol *policy.Policy, key string, t Target, recorded *record, i int, since time.Time) {
-	rec := record{Policy: pol.UID, Fingerprint: pol.Fingerprint, Step: i, Name: pol.Steps[i].Name, Since: since.UTC().Truncate(time.Second)}
+	rec := record{Object: t.Obj.GetUID(), Policy: pol.UID, Fingerprint: pol.Fingerprint, Step: i, Name: pol.Steps[i].Name, Since: since.UTC().Truncate(time.Second)}
 	if rec == *recorded {
 		return
 	}

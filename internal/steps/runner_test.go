@@ -535,7 +535,7 @@ func TestProgressWrites(t *testing.T) {
 // TestResume covers what the status code relies on: never out of range,
 // even for a policy without steps.
 func TestResume(t *testing.T) {
-	obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{StateAnnotation(testKey): `{"step":3}`}}}
+	obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{UID: "obj-uid", Annotations: map[string]string{StateAnnotation(testKey): `{"step":3}`}}}
 	empty := newPolicy(t, "policy-uid")
 	if diff := cmp.Diff(Position{}, Resume(obj, empty, testKey, time.Now())); diff != "" {
 		t.Errorf("no steps, -want +got:\n%s", diff)
@@ -546,7 +546,7 @@ func TestResume(t *testing.T) {
 	}
 	// A record from the future counts from now.
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	obj.Annotations[StateAnnotation(testKey)] = `{"policy":"policy-uid","fingerprint":"` + one.Fingerprint + `","step":0,"name":"only","since":"2030-01-01T00:00:00Z"}`
+	obj.Annotations[StateAnnotation(testKey)] = `{"object":"obj-uid","policy":"policy-uid","fingerprint":"` + one.Fingerprint + `","step":0,"name":"only","since":"2030-01-01T00:00:00Z"}`
 	if diff := cmp.Diff(Position{Step: "only", Since: now}, Resume(obj, one, testKey, now)); diff != "" {
 		t.Errorf("future since, -want +got:\n%s", diff)
 	}
@@ -555,8 +555,21 @@ func TestResume(t *testing.T) {
 	timed := newPolicy(t, "policy-uid", teardownv1alpha1.Step{Name: "only", Timeout: &metav1.Duration{Duration: 5 * time.Minute}, Delete: &teardownv1alpha1.DeleteAction{}})
 	deleted := now.Add(-time.Minute)
 	obj.DeletionTimestamp = &metav1.Time{Time: deleted}
-	obj.Annotations[StateAnnotation(testKey)] = `{"policy":"policy-uid","fingerprint":"` + timed.Fingerprint + `","step":0,"name":"only","since":"2020-01-01T00:00:00Z"}`
+	obj.Annotations[StateAnnotation(testKey)] = `{"object":"obj-uid","policy":"policy-uid","fingerprint":"` + timed.Fingerprint + `","step":0,"name":"only","since":"2020-01-01T00:00:00Z"}`
 	if diff := cmp.Diff(Position{Step: "only", Since: deleted}, Resume(obj, timed, testKey, now)); diff != "" {
 		t.Errorf("since before the deletion, -want +got:\n%s", diff)
+	}
+	// A record written for another object (at CREATE, or restored from a
+	// backup) reads as none.
+	copied := obj.DeepCopy()
+	copied.UID = "another-uid"
+	if diff := cmp.Diff(Position{Step: "only"}, Resume(copied, timed, testKey, now)); diff != "" {
+		t.Errorf("a record of another object, -want +got:\n%s", diff)
+	}
+	if uid, ok := StartedBy(obj, testKey); !ok || uid != "policy-uid" {
+		t.Errorf("StartedBy = %q, %v; want policy-uid", uid, ok)
+	}
+	if uid, ok := StartedBy(copied, testKey); ok {
+		t.Errorf("StartedBy believed a record of another object: %q", uid)
 	}
 }

@@ -32,7 +32,12 @@ const maxStateAnnotation = 1024
 // edited, reordered or deleted-and-recreated policy, or a hand-written
 // record, never resumes past a step that did not finish under the steps in
 // force.
+//
+// It is also bound to the object it was written for (its UID, which nobody
+// knows before the object exists and a restored copy does not keep): a
+// record written at CREATE, or copied from another object, reads as none.
 type record struct {
+	Object      types.UID `json:"object"`
 	Policy      types.UID `json:"policy"`
 	Fingerprint string    `json:"fingerprint"`
 	// Step is the index of the first step not finished; Name is its name.
@@ -96,6 +101,23 @@ func Resume(obj metav1.Object, pol *policy.Policy, key string, now time.Time) Po
 	return pos
 }
 
+// StartedBy returns the UID of the policy whose cleanup of obj under key
+// has started, from key's step record when that record was written for obj
+// itself (whatever version of the policy's steps). A teardown that started
+// under one policy finishes under that policy's steps, whoever owns the key
+// later.
+func StartedBy(obj metav1.Object, key string) (types.UID, bool) {
+	v, ok := obj.GetAnnotations()[StateAnnotation(key)]
+	if !ok || len(v) > maxStateAnnotation {
+		return "", false
+	}
+	var rec record
+	if err := json.Unmarshal([]byte(v), &rec); err != nil || obj.GetUID() == "" || rec.Object != obj.GetUID() || rec.Policy == "" {
+		return "", false
+	}
+	return rec.Policy, true
+}
+
 // readRecord returns key's record on obj when it belongs to pol as it is.
 func readRecord(obj metav1.Object, pol *policy.Policy, key string) (record, bool) {
 	v, ok := obj.GetAnnotations()[StateAnnotation(key)]
@@ -108,7 +130,8 @@ func readRecord(obj metav1.Object, pol *policy.Policy, key string) (record, bool
 	}
 	// Fingerprint "" is what policy.Fingerprint answers when it cannot hash:
 	// it must never match. The index is checked before it is used.
-	if pol.UID == "" || rec.Policy != pol.UID || rec.Fingerprint == "" || rec.Fingerprint != pol.Fingerprint ||
+	if obj.GetUID() == "" || rec.Object != obj.GetUID() ||
+		pol.UID == "" || rec.Policy != pol.UID || rec.Fingerprint == "" || rec.Fingerprint != pol.Fingerprint ||
 		rec.Step < 0 || rec.Step >= len(pol.Steps) || rec.Name != pol.Steps[rec.Step].Name || rec.Since.IsZero() {
 		return record{}, false
 	}

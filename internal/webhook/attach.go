@@ -113,15 +113,18 @@ func (a *Attacher) Handle(ctx context.Context, req admission.Request) admission.
 		finalizers = append(finalizers, k)
 	}
 	metadata["finalizers"] = finalizers
-	// The same record the controller writes when it attaches: it is what
-	// lets the controller release the key later if the object stops
-	// matching (finalizer.Attached).
+	// The object has no UID yet, so the record cannot be bound to it: it
+	// says "attached at create", which lets the controller release the key
+	// if the object stops matching before it is deleted, and which the
+	// controller binds to the UID (finalizer.Attached) once it sees the
+	// object selected. Unbound, it never makes the controller act on an
+	// object it does not select: anyone creating an object can write it.
 	annotations, _ := metadata["annotations"].(map[string]any)
 	if annotations == nil {
 		annotations = map[string]any{}
 	}
 	for _, k := range keys {
-		annotations[finalizer.AttachedAnnotation(k)] = "true"
+		annotations[finalizer.AttachedAnnotation(k)] = finalizer.AttachedAtCreate
 	}
 	metadata["annotations"] = annotations
 	mutated, err := json.Marshal(doc)

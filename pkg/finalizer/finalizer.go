@@ -196,11 +196,31 @@ func (f *Finalizers) Reconcile(ctx context.Context, obj client.Object) (Outcome,
 			// is reported by finalize.
 		case err != nil:
 			return Outcome{}, err
-		default:
-			return Outcome{Added: added, Proceed: len(added) == 0}, nil
+		case len(added) > 0:
+			return Outcome{Added: added}, nil
+		}
+		if obj.GetDeletionTimestamp() == nil {
+			if err := bindAttached(ctx, f.client, obj, f.unboundAutomatic(obj)); err != nil {
+				return Outcome{}, err
+			}
+			return Outcome{Proceed: true}, nil
 		}
 	}
 	return f.finalize(ctx, obj)
+}
+
+// unboundAutomatic returns the Automatic keys obj carries with an attached
+// record that is not bound to it: written at CREATE by the attach webhook,
+// or by an earlier version ("true").
+func (f *Finalizers) unboundAutomatic(obj client.Object) []string {
+	var names []string
+	for _, e := range f.entries {
+		if e.attach == AttachAutomatic && slices.Contains(obj.GetFinalizers(), e.name) &&
+			MarkedAttached(obj, e.name) && !Attached(obj, e.name) {
+			names = append(names, e.name)
+		}
+	}
+	return names
 }
 
 func (f *Finalizers) automaticMissing(obj client.Object) []string {

@@ -77,6 +77,9 @@ func removePatch(obj client.Object, i int, name string) ([]byte, error) {
 // annotation map is tested absent and created whole; a present one gets
 // members added (add replaces a member that exists).
 func attachedOps(obj client.Object, names []string) []jsonPatchOp {
+	// The record is bound to this object: its value is the UID, which the
+	// patch's uid test pins.
+	attachedValue := string(obj.GetUID())
 	if obj.GetAnnotations() == nil {
 		value := map[string]string{}
 		for _, n := range names {
@@ -169,6 +172,26 @@ func add(ctx context.Context, c Client, obj client.Object, names []string, marke
 		}
 	}
 	return nil, fmt.Errorf("adding finalizers to %s: the finalizer list kept changing after %d attempts: %w", describe(obj), maxPatchAttempts, lastErr)
+}
+
+// bindAttached rewrites the attached records of names on obj, which carries
+// them unbound, to obj's UID. The caller selects obj, so the keys are its
+// to guard whatever wrote the record; the uid test pins the object.
+func bindAttached(ctx context.Context, c Client, obj client.Object, names []string) error {
+	if len(names) == 0 || obj.GetUID() == "" {
+		return nil
+	}
+	data, err := json.Marshal(append(uidTest(obj), attachedOps(obj, names)...))
+	if err != nil {
+		return fmt.Errorf("building patch: %w", err)
+	}
+	if err := c.Patch(ctx, obj, types.JSONPatchType, data); err != nil {
+		if apierrors.IsForbidden(err) && obj.GetObjectKind().GroupVersionKind().Group == rbacGroup {
+			return nil // as in add: RBAC objects may carry no record
+		}
+		return fmt.Errorf("binding the attached records of %v to %s: %w", names, describe(obj), err)
+	}
+	return nil
 }
 
 // Remove removes name from obj with a guarded JSON patch. A finalizer that is

@@ -37,7 +37,7 @@ func TestPatches(t *testing.T) {
 		"add with the attached record, no annotations": {
 			reason: "an absent annotation map is tested as null and created with the record, in the same patch",
 			build:  func() ([]byte, error) { return addPatch(obj("u1"), []string{"a.io/x"}, true) },
-			want:   `[{"op":"test","path":"/metadata/uid","value":"u1"},{"op":"test","path":"/metadata/annotations","value":null},{"op":"add","path":"/metadata/annotations","value":{"attached.finalizer.teardown.dev/a.io_x":"true"}},{"op":"test","path":"/metadata/finalizers","value":null},{"op":"add","path":"/metadata/finalizers","value":["a.io/x"]}]`,
+			want:   `[{"op":"test","path":"/metadata/uid","value":"u1"},{"op":"test","path":"/metadata/annotations","value":null},{"op":"add","path":"/metadata/annotations","value":{"attached.finalizer.teardown.dev/a.io_x":"u1"}},{"op":"test","path":"/metadata/finalizers","value":null},{"op":"add","path":"/metadata/finalizers","value":["a.io/x"]}]`,
 		},
 		"add with the attached record, annotations present": {
 			reason: "the record is added as a member, its key escaped as a JSON pointer",
@@ -46,7 +46,7 @@ func TestPatches(t *testing.T) {
 				o.Annotations = map[string]string{"other": "x"}
 				return addPatch(o, []string{"a.io/x"}, true)
 			},
-			want: `[{"op":"test","path":"/metadata/uid","value":"u1"},{"op":"add","path":"/metadata/annotations/attached.finalizer.teardown.dev~1a.io_x","value":"true"},{"op":"test","path":"/metadata/finalizers","value":null},{"op":"add","path":"/metadata/finalizers","value":["a.io/x"]}]`,
+			want: `[{"op":"test","path":"/metadata/uid","value":"u1"},{"op":"add","path":"/metadata/annotations/attached.finalizer.teardown.dev~1a.io_x","value":"u1"},{"op":"test","path":"/metadata/finalizers","value":null},{"op":"add","path":"/metadata/finalizers","value":["a.io/x"]}]`,
 		},
 		"remove by index": {
 			reason: "the entry at the index is tested before it is removed",

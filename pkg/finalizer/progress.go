@@ -47,21 +47,29 @@ func waitBeforeNextAttempt(p Progress, now time.Time) time.Duration {
 // keys are ever released from objects the controller stopped selecting.
 const AttachedAnnotationPrefix = record.AttachedAnnotationPrefix
 
-// attachedValue is the attached annotation's value; only its presence
-// matters.
-const attachedValue = "true"
+// AttachedAtCreate is the attached record written before the object has a
+// UID (by an admission webhook at CREATE): an unproven claim until bound.
+const AttachedAtCreate = record.AttachedAtCreate
 
 // AttachedAnnotation returns the attached annotation's key for finalizer.
 func AttachedAnnotation(finalizer string) string {
 	return record.AttachedAnnotation(finalizer)
 }
 
-// Attached reports whether obj records that finalizer was attached by
-// Finalizers (with AttachAutomatic). Anyone who may patch obj can write
-// the annotation; believing it lets them do no more than they could do by
-// removing the finalizer themselves.
+// Attached reports whether obj records that finalizer was attached to this
+// very object by Finalizers (with AttachAutomatic): the record's value is
+// obj's UID, which no one knows before the object exists and a restored
+// copy does not keep. Only such a record lets a controller act on an object
+// it does not select.
 func Attached(obj metav1.Object, finalizer string) bool {
 	return record.Attached(obj, finalizer)
+}
+
+// MarkedAttached reports whether obj carries an attached record for
+// finalizer, bound to it or not: enough to release the key from an object
+// not being deleted, never to run a cleanup.
+func MarkedAttached(obj metav1.Object, finalizer string) bool {
+	return record.MarkedAttached(obj, finalizer)
 }
 
 // ProgressAnnotation returns the annotation key for finalizer. Its name part

@@ -27,30 +27,44 @@ func TestOwns(t *testing.T) {
 	current := policy.ServedKey{Key: key, Kinds: []schema.GroupVersionKind{cm}}
 	retired := policy.ServedKey{Key: old, Kinds: []schema.GroupVersionKind{cm}, Retired: true}
 	s := &policy.Served{Policy: pol, Keys: []policy.ServedKey{current, retired}}
+	const uid = "8a6f2e1c-0000-4000-8000-000000000001"
 	obj := func(ns string, lbls map[string]string, annotations map[string]string, finalizers ...string) *metav1.PartialObjectMetadata {
-		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "x", Labels: lbls, Annotations: annotations, Finalizers: finalizers}}
+		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "x", UID: uid, Labels: lbls, Annotations: annotations, Finalizers: finalizers}}
 	}
+	finishing := current
+	finishing.Finishing = true
 	web := map[string]string{"app": "web"}
 	other := map[string]string{"app": "other"}
+	attachedTo := func(k, value string) map[string]string {
+		return map[string]string{finalizer.AttachedAnnotation(k): value}
+	}
 	cases := map[string]struct {
-		key  policy.ServedKey
-		gvk  schema.GroupVersionKind
-		obj  *metav1.PartialObjectMetadata
-		want bool
+		key     policy.ServedKey
+		gvk     schema.GroupVersionKind
+		obj     *metav1.PartialObjectMetadata
+		started bool
+		want    bool
 	}{
-		"selected and carrying it":          {current, cm, obj("shop", web, nil, key), true},
-		"not carrying it":                   {current, cm, obj("shop", web, nil), false},
-		"another namespace":                 {current, cm, obj("elsewhere", web, nil, key), false},
-		"a kind it does not serve":          {current, secret, obj("shop", web, nil, key), false},
-		"not selected, not attached":        {current, cm, obj("shop", other, nil, key), false},
-		"not selected, attached by us":      {current, cm, obj("shop", other, map[string]string{finalizer.AttachedAnnotation(key): "true"}, key), true},
-		"not selected, cleanup started":     {current, cm, obj("shop", other, map[string]string{finalizer.ProgressAnnotation(key): "{}"}, key), true},
-		"retired key of an earlier version": {retired, cm, obj("shop", other, nil, old), true},
-		"retired key in another namespace":  {retired, cm, obj("elsewhere", other, nil, old), false},
+		"selected and carrying it":                    {current, cm, obj("shop", web, nil, key), false, true},
+		"not carrying it":                             {current, cm, obj("shop", web, nil), false, false},
+		"another namespace":                           {current, cm, obj("elsewhere", web, nil, key), false, false},
+		"a kind it does not serve":                    {current, secret, obj("shop", web, nil, key), false, false},
+		"not selected, not attached":                  {current, cm, obj("shop", other, nil, key), false, false},
+		"not selected, attached to this object":       {current, cm, obj("shop", other, attachedTo(key, uid), key), false, true},
+		"not selected, record of another object":      {current, cm, obj("shop", other, attachedTo(key, "another-uid"), key), false, false},
+		"not selected, record written at CREATE":      {current, cm, obj("shop", other, attachedTo(key, finalizer.AttachedAtCreate), key), false, false},
+		"not selected, legacy record":                 {current, cm, obj("shop", other, attachedTo(key, "true"), key), false, false},
+		"not selected, a progress record is no proof": {current, cm, obj("shop", other, map[string]string{finalizer.ProgressAnnotation(key): "{}"}, key), false, false},
+		"not selected, this policy started it":        {current, cm, obj("shop", other, nil, key), true, true},
+		"retired key attached to this object":         {retired, cm, obj("shop", other, attachedTo(old, uid), old), false, true},
+		"retired key without a record":                {retired, cm, obj("shop", web, nil, old), false, false},
+		"retired key in another namespace":            {retired, cm, obj("elsewhere", other, attachedTo(old, uid), old), false, false},
+		"yielded key, selected":                       {finishing, cm, obj("shop", web, attachedTo(key, uid), key), false, false},
+		"yielded key, this policy started it":         {finishing, cm, obj("shop", web, nil, key), true, true},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if got := Owns(s, tc.key, tc.gvk, tc.obj, nil); got != tc.want {
+			if got := Owns(s, tc.key, tc.gvk, tc.obj, nil, tc.started); got != tc.want {
 				t.Errorf("Owns = %v, want %v", got, tc.want)
 			}
 		})

@@ -103,6 +103,14 @@ type Reconciler struct {
 	// behind.
 	APIReader client.Reader
 	Index     *policy.Index
+	// StartedBy reads which policy (UID) started the teardown of an object
+	// under a key, from a step record bound to the object
+	// (steps.StartedBy).
+	StartedBy func(obj metav1.Object, key string) (types.UID, bool)
+	// PolicyExists reports whether a policy with this UID exists (in the
+	// cache), so that a teardown another policy started waits for it rather
+	// than being taken over while it is not yet served (after a restart).
+	PolicyExists func(ctx context.Context, uid types.UID) (bool, error)
 
 	attach, finalize *queue
 	mu               sync.Mutex
@@ -274,23 +282,27 @@ func (r *Reconciler) Reconcile(ctx context.Context, req Request) (reconcile.Resu
 	}
 	var result reconcile.Result
 	var errs []error
-	for _, s := range policies {
-		if !s.InScope(obj) {
+	requeue := func(after time.Duration) {
+		if after > 0 && (result.RequeueAfter == 0 || after < result.RequeueAfter) {
+			result.RequeueAfter = after
+		}
+	}
+	for _, key := range keysIn(policies, gvk, obj) {
+		s, k, wait, err := r.actor(ctx, policies, key, gvk, obj)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("finalizer %s: %w", key, err))
+			continue
+		}
+		requeue(wait)
+		if s == nil {
 			continue
 		}
 		ctx := logf.IntoContext(ctx, logf.FromContext(ctx).WithValues("policy", s.Ref.String()))
-		for _, k := range s.Keys {
-			if !k.Serves(gvk) {
-				continue
-			}
-			after, err := r.apply(ctx, s, k, gvk, obj, nsLabels)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("policy %s, finalizer %s: %w", s.Ref, k.Key, err))
-			}
-			if after > 0 && (result.RequeueAfter == 0 || after < result.RequeueAfter) {
-				result.RequeueAfter = after
-			}
+		after, err := r.apply(ctx, s, k, gvk, obj, nsLabels)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("policy %s, finalizer %s: %w", s.Ref, k.Key, err))
 		}
+		requeue(after)
 	}
 	err = errors.Join(errs...)
 	if err != nil && !isCleanupError(err) && apiUnavailable(err) {
@@ -303,18 +315,102 @@ func (r *Reconciler) Reconcile(ctx context.Context, req Request) (reconcile.Resu
 	return result, err
 }
 
+// keysIn returns the keys that policies serve for obj's kind in obj's
+// scope, each once, in a stable order.
+func keysIn(policies []*policy.Served, gvk schema.GroupVersionKind, obj *metav1.PartialObjectMetadata) []string {
+	var keys []string
+	for _, s := range policies {
+		if !s.InScope(obj) {
+			continue
+		}
+		for _, k := range s.Keys {
+			if k.Serves(gvk) && !slices.Contains(keys, k.Key) {
+				keys = append(keys, k.Key)
+			}
+		}
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// startedTeardownWait is how soon an object whose teardown another policy
+// started, and which is not served yet, is looked at again.
+const startedTeardownWait = 5 * time.Second
+
+// actor picks the one policy that acts on obj under key, so that two
+// policies never act on one key of one object. A teardown that started
+// under a policy (its step record, bound to obj, names it) finishes under
+// that policy, whoever owns the key now; while that policy exists but is
+// not served yet, nobody acts. Otherwise the highest-ranked policy that
+// owns the key (not one that yielded it) acts. It returns nil when nobody
+// acts, and how soon to look again.
+func (r *Reconciler) actor(ctx context.Context, policies []*policy.Served, key string, gvk schema.GroupVersionKind, obj *metav1.PartialObjectMetadata) (*policy.Served, policy.ServedKey, time.Duration, error) {
+	type candidate struct {
+		s *policy.Served
+		k policy.ServedKey
+	}
+	var cands []candidate
+	for _, s := range policies {
+		if !s.InScope(obj) {
+			continue
+		}
+		for _, k := range s.Keys {
+			if k.Key == key && k.Serves(gvk) {
+				cands = append(cands, candidate{s, k})
+			}
+		}
+	}
+	if obj.DeletionTimestamp != nil && slices.Contains(obj.Finalizers, key) && r.StartedBy != nil {
+		if uid, ok := r.StartedBy(obj, key); ok {
+			for _, c := range cands {
+				if c.s.UID == uid {
+					return c.s, c.k, 0, nil
+				}
+			}
+			exists := false
+			if r.PolicyExists != nil {
+				var err error
+				if exists, err = r.PolicyExists(ctx, uid); err != nil {
+					return nil, policy.ServedKey{}, 0, err
+				}
+			}
+			if exists {
+				return nil, policy.ServedKey{}, startedTeardownWait, nil
+			}
+			// The policy that started it is gone (its own finalizer was
+			// removed by hand): its record means "start over".
+		}
+	}
+	var best *candidate
+	for i := range cands {
+		c := &cands[i]
+		if c.k.Finishing {
+			continue
+		}
+		if best == nil || c.s.Outranks(best.s) {
+			best = c
+		}
+	}
+	if best == nil {
+		return nil, policy.ServedKey{}, 0, nil
+	}
+	return best.s, best.k, 0, nil
+}
+
 // apply brings obj along one key of one policy and says when to look again.
 func (r *Reconciler) apply(ctx context.Context, s *policy.Served, k policy.ServedKey, gvk schema.GroupVersionKind, obj *metav1.PartialObjectMetadata, nsLabels labels.Set) (time.Duration, error) {
-	matches := !k.Retired && s.Matches(gvk, obj, nsLabels)
+	matches := !k.Retired && !k.Finishing && s.Matches(gvk, obj, nsLabels)
 	carries := slices.Contains(obj.Finalizers, k.Key)
 	if obj.DeletionTimestamp == nil {
 		switch {
-		case s.Deleting:
-			return 0, nil // the policy controller releases what it guards
+		case s.Deleting || k.Finishing:
+			return 0, nil // the policy controller releases what it guards; a yielded key is another's
 		case matches:
 			out, err := k.Fin.Reconcile(ctx, obj)
 			return out.RequeueAfter, err
-		case carries && finalizer.Attached(obj, k.Key):
+		case carries && finalizer.MarkedAttached(obj, k.Key):
+			// Attached here (or claimed to be, at CREATE): releasing a key
+			// from an object not being deleted lets nothing go.
 			cause, why := CauseUnmatched, fmt.Sprintf("the object no longer matches %s", s.Ref)
 			if k.Retired {
 				cause, why = CauseRetired, fmt.Sprintf("%s no longer guards %s objects with this key", s.Ref, gvk.Kind)
@@ -326,7 +422,7 @@ func (r *Reconciler) apply(ctx context.Context, s *policy.Served, k policy.Serve
 	// Being deleted: a teardown that started finishes, whatever edits and
 	// label changes came since; only a key this policy owns on this object
 	// is touched.
-	if !(matches || carries && Owns(s, k, gvk, obj, nsLabels)) {
+	if !(matches || carries && Owns(s, k, gvk, obj, nsLabels, r.started(obj, k.Key) == s.UID)) {
 		return 0, nil
 	}
 	if carries && s.Deleting && s.OnPolicyDeletion == teardownv1alpha1.PolicyDeletionRelease {
@@ -351,22 +447,34 @@ func (r *Reconciler) apply(ctx context.Context, s *policy.Served, k policy.Serve
 
 // Owns reports whether k on obj, which carries it, is the policy's to
 // remove: obj is in the policy's scope and of a kind k is served for, and
-// the policy's selectors match it, or Teardown attached k to it, or its
-// cleanup under k has started (a progress record: every attempt that does
-// not finish at once writes one), or k is a key an earlier version guarded
-// this kind with in this scope (status.retired: nobody else serves it, and
-// an object declaring it would otherwise never finish deleting). A key put
-// there by anyone else on an object the policy does not select is never
-// touched.
-func Owns(s *policy.Served, k policy.ServedKey, gvk schema.GroupVersionKind, obj *metav1.PartialObjectMetadata, nsLabels labels.Set) bool {
+// the policy's selectors match it (not for a retired or yielded key), or
+// Teardown attached k to this very object (an attached record bound to its
+// UID; not for a yielded key), or this policy started its cleanup under k
+// (started: a step record bound to obj names the policy). A key put there
+// by anyone else on an object the policy does not select is never touched,
+// and no record written before the object existed (at CREATE, or restored
+// from a backup) counts: records prove they were written for this object.
+func Owns(s *policy.Served, k policy.ServedKey, gvk schema.GroupVersionKind, obj *metav1.PartialObjectMetadata, nsLabels labels.Set, started bool) bool {
 	if !s.InScope(obj) || !k.Serves(gvk) || !slices.Contains(obj.Finalizers, k.Key) {
 		return false
 	}
-	if k.Retired || s.Matches(gvk, obj, nsLabels) || finalizer.Attached(obj, k.Key) {
+	if started {
 		return true
 	}
-	_, progress := obj.Annotations[finalizer.ProgressAnnotation(k.Key)]
-	return progress
+	if k.Finishing {
+		return false
+	}
+	return !k.Retired && s.Matches(gvk, obj, nsLabels) || finalizer.Attached(obj, k.Key)
+}
+
+// started returns the UID of the policy that started obj's teardown under
+// key, "" when none did.
+func (r *Reconciler) started(obj metav1.Object, key string) types.UID {
+	if r.StartedBy == nil {
+		return ""
+	}
+	uid, _ := r.StartedBy(obj, key)
+	return uid
 }
 
 func (r *Reconciler) release(ctx context.Context, s *policy.Served, k policy.ServedKey, obj *metav1.PartialObjectMetadata, cause, why string) error {

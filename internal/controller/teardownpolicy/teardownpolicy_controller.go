@@ -45,7 +45,7 @@ import (
 
 // PolicyFinalizer is on every policy, so that deleting one first releases
 // the objects it guards: uninstalling never leaves objects stuck.
-const PolicyFinalizer = "teardown.dev/release-guarded-objects"
+const PolicyFinalizer = policy.ReleaseGuardedObjectsFinalizer
 
 // ReasonReleasedGuardedObjects is the Event reason on a deleted policy.
 const ReasonReleasedGuardedObjects = "ReleasedGuardedObjects"
@@ -221,7 +221,7 @@ func (r *Reconciler) serveDeleting(ctx context.Context, obj client.Object, pol *
 			return nil // never served: it guards nothing
 		}
 	}
-	cond, ok := r.validate(ctx, pol, polErr)
+	cond, ok := r.validate(ctx, pol, polErr, statusOf(obj))
 	if ok {
 		if err := r.putInForce(ctx, pol, statusOf(obj)); err != nil {
 			cond, ok = notReady(teardownv1alpha1.ForbiddenReason, "%s", err.Error()), false

@@ -10,7 +10,9 @@ import (
 	"fmt"
 	"slices"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
@@ -19,16 +21,17 @@ import (
 )
 
 // checkOwner makes sure pol owns its key: of every policy whose key and
-// target kinds overlap it, only the oldest is served.
-func (r *Reconciler) checkOwner(ctx context.Context, pol *policy.Policy) (metav1.Condition, bool) {
-	mine := policy.Claim{Ref: pol.Ref, Created: pol.Created, Key: pol.Key, Kinds: pol.Kinds()}
+// target kinds overlap it, only the one that outranks the others is served
+// (policy.Claim: cluster over namespaced, in force over new, then age).
+func (r *Reconciler) checkOwner(ctx context.Context, pol *policy.Policy, status *teardownv1alpha1.TeardownPolicyStatus) (metav1.Condition, bool) {
+	mine := policy.Claim{Ref: pol.Ref, Created: pol.Created, Key: pol.Key, Kinds: pol.Kinds(), Serving: inForce(pol, status)}
 	owner, err := r.ownerOf(ctx, mine)
 	if err != nil {
 		return notReady(teardownv1alpha1.FinalizerConflictReason, "finding who owns finalizer %s: %s", pol.Key, err), false
 	}
 	if owner.Ref != pol.Ref {
 		return notReady(teardownv1alpha1.FinalizerConflictReason,
-			"%s, created earlier, owns finalizer %s for the same kinds; this policy is not served while it does", owner.Ref, pol.Key), false
+			"%s owns finalizer %s for the same kinds (%s); this policy is not served while it does, and only finishes the teardowns it started", owner.Ref, pol.Key, outranksWhy(owner, mine)), false
 	}
 	return metav1.Condition{}, true
 }
@@ -42,20 +45,40 @@ func (r *Reconciler) ownerOf(ctx context.Context, mine policy.Claim) (policy.Cla
 		return policy.Claim{}, fmt.Errorf("listing policies: %w", err)
 	}
 	for i := range namespaced.Items {
-		if c, ok := policy.ClaimOf(&namespaced.Items[i]); ok {
-			claims = append(claims, c)
-		}
+		claims = append(claims, policy.ClaimsOf(&namespaced.Items[i])...)
 	}
 	cluster := &teardownv1alpha1.ClusterTeardownPolicyList{}
 	if err := r.client.List(ctx, cluster); err != nil {
 		return policy.Claim{}, fmt.Errorf("listing policies: %w", err)
 	}
 	for i := range cluster.Items {
-		if c, ok := policy.ClaimOf(&cluster.Items[i]); ok {
-			claims = append(claims, c)
-		}
+		claims = append(claims, policy.ClaimsOf(&cluster.Items[i])...)
 	}
 	return policy.Owner(mine, claims), nil
+}
+
+// inForce reports whether pol's status says it is in force with its key
+// (Ready, status.finalizer its key): the Serving part of its claim, read
+// from the API server as every other policy's is.
+func inForce(pol *policy.Policy, status *teardownv1alpha1.TeardownPolicyStatus) bool {
+	if status == nil || status.Finalizer != pol.Key {
+		return false
+	}
+	ready := meta.FindStatusCondition(status.Conditions, teardownv1alpha1.ReadyCondition)
+	return ready != nil && ready.Status == metav1.ConditionTrue
+}
+
+// outranksWhy says why owner's claim outranks mine, for the condition.
+func outranksWhy(owner, mine policy.Claim) string {
+	switch {
+	case owner.Ref.Kind == policy.KindCluster && mine.Ref.Kind != policy.KindCluster:
+		return "a ClusterTeardownPolicy outranks a TeardownPolicy"
+	case owner.Serving && !mine.Serving:
+		return "it is in force with it"
+	case !owner.Created.Equal(mine.Created):
+		return "it was created earlier"
+	}
+	return "created in the same second, and its name sorts first"
 }
 
 // checkForeignKey refuses an Automatic policy whose key is already on
@@ -73,13 +96,19 @@ func (r *Reconciler) checkForeignKey(ctx context.Context, pol *policy.Policy) (m
 			if !slices.Contains(obj.Finalizers, pol.Key) {
 				return true
 			}
+			if pol.Ref.Kind == policy.KindCluster && obj.GetNamespace() != "" {
+				// A tenant may put any key on objects of its namespace: that
+				// must not unserve a ClusterTeardownPolicy everywhere. The
+				// policy never touches what it does not select or attach.
+				return true
+			}
 			nsLabels, err := r.nsLabelsFor(ctx, pol, obj)
 			if err != nil {
 				cond := notReady(teardownv1alpha1.ForbiddenReason, "%s", err)
 				refused = &cond
 				return false
 			}
-			if !target.Owns(served, served.Keys[0], gvk, obj, nsLabels) {
+			if !target.Owns(served, served.Keys[0], gvk, obj, nsLabels, startedBy(obj, pol.Key) == pol.UID) {
 				cond := notReady(teardownv1alpha1.FinalizerConflictReason,
 					"finalizer %s is on %s %s, which this policy does not select and Teardown did not put there: another controller or a manifest uses this key; choose another",
 					pol.Key, gvk.Kind, klog.KObj(obj))
@@ -96,6 +125,31 @@ func (r *Reconciler) checkForeignKey(ctx context.Context, pol *policy.Policy) (m
 		}
 	}
 	return metav1.Condition{}, true
+}
+
+// PolicyExists reports whether a policy of either kind with this UID is in
+// the cache: a teardown it started waits for it to be served instead of
+// being taken over by another policy.
+func (r *Reconciler) PolicyExists(ctx context.Context, uid types.UID) (bool, error) {
+	namespaced := &teardownv1alpha1.TeardownPolicyList{}
+	if err := r.client.List(ctx, namespaced); err != nil {
+		return false, fmt.Errorf("listing policies: %w", err)
+	}
+	for i := range namespaced.Items {
+		if namespaced.Items[i].UID == uid {
+			return true, nil
+		}
+	}
+	cluster := &teardownv1alpha1.ClusterTeardownPolicyList{}
+	if err := r.client.List(ctx, cluster); err != nil {
+		return false, fmt.Errorf("listing policies: %w", err)
+	}
+	for i := range cluster.Items {
+		if cluster.Items[i].UID == uid {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // nsLabelsFor reads obj's namespace labels when pol selects namespaces.

@@ -14,10 +14,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/teardown-dev/teardown/internal/controller/target"
 	"github.com/teardown-dev/teardown/internal/policy"
+	"github.com/teardown-dev/teardown/internal/steps"
 	"github.com/teardown-dev/teardown/pkg/finalizer"
 )
 
@@ -193,7 +195,14 @@ func (r *Reconciler) terminatingNamespaces() func(context.Context, string) bool 
 // attached or started is then owned.
 func (r *Reconciler) owns(ctx context.Context, s *policy.Served, k policy.ServedKey, gvk schema.GroupVersionKind, o *metav1.PartialObjectMetadata) bool {
 	nsLabels, _ := r.nsLabelsFor(ctx, s.Policy, o)
-	return target.Owns(s, k, gvk, o, nsLabels)
+	return target.Owns(s, k, gvk, o, nsLabels, startedBy(o, k.Key) == s.UID)
+}
+
+// startedBy returns the UID of the policy that started obj's teardown
+// under key (steps.StartedBy), "" when none did.
+func startedBy(obj metav1.Object, key string) types.UID {
+	uid, _ := steps.StartedBy(obj, key)
+	return uid
 }
 
 func isNoMatch(err error) bool { return meta.IsNoMatchError(err) }

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/internal/policy"
@@ -25,7 +26,7 @@ import (
 // served leaves any earlier version of itself in force, so objects that
 // version guards are still cleaned up rather than stuck.
 func (r *Reconciler) serve(ctx context.Context, obj client.Object, pol *policy.Policy, polErr error) metav1.Condition {
-	if cond, ok := r.validate(ctx, pol, polErr); !ok {
+	if cond, ok := r.validate(ctx, pol, polErr, statusOf(obj)); !ok {
 		return cond
 	}
 	if slices.ContainsFunc(pol.Steps, func(s policy.Step) bool { return s.Unused != nil }) {
@@ -75,7 +76,7 @@ func (r *Reconciler) putInForce(ctx context.Context, pol *policy.Policy, status 
 
 	current, ok := r.Index.Get(pol.Ref)
 	if ok && current.UID == pol.UID && current.Generation == pol.Generation && current.Deleting == pol.Deleting &&
-		slices.Equal(retiredOf(current), retired) {
+		!current.Yielded() && slices.Equal(retiredOf(current), retired) {
 		return nil
 	}
 	served, err := r.newServed(pol, retired)
@@ -100,6 +101,56 @@ func (r *Reconciler) putInForce(ctx context.Context, pol *policy.Policy, status 
 		}
 	}
 	return nil
+}
+
+// yield keeps pol in force only for the teardowns it started: another
+// policy owns its key now. Its keys are served as Finishing (never attached
+// or released; an object being deleted whose step record names this policy
+// finishes under its steps), in the version in force before if there is
+// one, else in pol (after a restart). Ownership never changes hands in the
+// middle of a teardown.
+func (r *Reconciler) yield(ctx context.Context, pol *policy.Policy, status *teardownv1alpha1.TeardownPolicyStatus) {
+	base, ok := r.Index.Get(pol.Ref)
+	if ok && base.UID == pol.UID && base.Yielded() && base.Deleting == pol.Deleting {
+		return
+	}
+	if !ok || base.UID != pol.UID {
+		var err error
+		if base, err = r.newServed(pol, retiredKeys(pol, status)); err != nil {
+			logf.FromContext(ctx).Error(err, "Could not keep the policy in force for the teardowns it started")
+			r.Index.Delete(pol.Ref)
+			return
+		}
+	}
+	version := base.Policy
+	if pol.Deleting && !version.Deleting {
+		deleting := *version
+		deleting.Deleting = true
+		version = &deleting
+	}
+	yielded := &policy.Served{Policy: version}
+	var kinds []schema.GroupVersionKind
+	for _, k := range base.Keys {
+		k.Finishing = true
+		k.Kinds = slices.Clone(k.Kinds)
+		yielded.Keys = append(yielded.Keys, k)
+		for _, gvk := range k.Kinds {
+			if !slices.Contains(kinds, gvk) {
+				kinds = append(kinds, gvk)
+			}
+		}
+	}
+	for _, gvk := range kinds {
+		if err := r.Targets.Watch(r.Manager, gvk); err != nil {
+			logf.FromContext(ctx).Error(err, "Could not watch a kind whose teardowns the policy started", "kind", gvk)
+		}
+	}
+	r.Index.Set(yielded)
+	for _, gvk := range kinds {
+		if err := r.Targets.Resync(ctx, gvk, scope(version)...); err != nil {
+			logf.FromContext(ctx).V(1).Info("Could not resync after yielding a key", "kind", gvk, "err", err.Error())
+		}
+	}
 }
 
 // retiredKey is a key an earlier version guarded objects of one kind with.

@@ -31,7 +31,7 @@ func notReady(reason, format string, args ...any) metav1.Condition {
 
 // validate checks a policy version against the cluster before it is put in
 // force. It returns ok, or the Ready condition that says what is wrong.
-func (r *Reconciler) validate(ctx context.Context, pol *policy.Policy, polErr error) (metav1.Condition, bool) {
+func (r *Reconciler) validate(ctx context.Context, pol *policy.Policy, polErr error, status *teardownv1alpha1.TeardownPolicyStatus) (metav1.Condition, bool) {
 	var fieldErr *policy.FieldError
 	if errors.As(polErr, &fieldErr) {
 		return notReady(fieldErr.Reason, "%s", fieldErr.Error()), false
@@ -39,6 +39,10 @@ func (r *Reconciler) validate(ctx context.Context, pol *policy.Policy, polErr er
 		return notReady(teardownv1alpha1.InvalidSelectorReason, "%s", polErr.Error()), false
 	}
 	if err := finalizer.ValidateName(pol.Key); err != nil {
+		return notReady(teardownv1alpha1.FinalizerConflictReason, "%s", err.Error()), false
+	}
+	if err := policy.ReservedKey(pol.Ref, pol.Key); err != nil {
+		r.yield(ctx, pol, status)
 		return notReady(teardownv1alpha1.FinalizerConflictReason, "%s", err.Error()), false
 	}
 	needs, cond, ok := r.needs(pol)
@@ -55,10 +59,11 @@ func (r *Reconciler) validate(ctx context.Context, pol *policy.Policy, polErr er
 		}
 		return cond, false
 	}
-	if cond, ok := r.checkOwner(ctx, pol); !ok {
-		// Another policy owns the key now: this one must stop acting on
-		// it, even if an earlier version of it was served.
-		r.Index.Delete(pol.Ref)
+	if cond, ok := r.checkOwner(ctx, pol, status); !ok {
+		// Another policy owns the key now: this one must stop attaching
+		// and releasing it, even if an earlier version of it was served,
+		// and finishes only the teardowns it started.
+		r.yield(ctx, pol, status)
 		return cond, false
 	}
 	return r.checkForeignKey(ctx, pol)

@@ -74,18 +74,43 @@ type Progress struct {
 // writes, in the same patch, beside every finalizer it attaches
 // automatically. It is how a controller tells a key it attached from the
 // same key put there by a manifest or by another controller.
+//
+// Its value is the UID of the object it was written for. Nobody knows an
+// object's UID before it is created, and a restored backup or a copy of the
+// object gets a new one, so a record whose value is this object's UID was
+// written by someone who had read this object: the controller (or whoever
+// may also patch the object directly, which the admission policy
+// teardown-protect-records refuses to anyone else). Any other value ("true"
+// from earlier versions, AttachedAtCreate from the attach-at-create webhook,
+// or a forgery written at CREATE) is an unproven claim.
 const AttachedAnnotationPrefix = "attached.finalizer.teardown.dev/"
+
+// AttachedAtCreate is the attached record the attach-at-create webhook
+// writes: the UID is not assigned yet when a mutating webhook sees a
+// CREATE. The controller binds it to the UID once it sees the object
+// selected; until then it proves nothing.
+const AttachedAtCreate = "at-create"
+
+// maxAttachedValue bounds what is compared: a UID is 36 bytes.
+const maxAttachedValue = 64
 
 // AttachedAnnotation returns the attached annotation's key for finalizer.
 func AttachedAnnotation(finalizer string) string {
 	return AttachedAnnotationPrefix + annotationName(finalizer)
 }
 
-// Attached reports whether obj records that finalizer was attached
-// automatically. Anyone who may patch obj can write the annotation;
-// believing it lets them do no more than they could do by removing the
-// finalizer themselves.
+// Attached reports whether obj carries an attached record for finalizer
+// that is bound to obj itself (its value is obj's UID): proof that the key
+// was attached to this object by its controller.
 func Attached(obj metav1.Object, finalizer string) bool {
+	v, ok := obj.GetAnnotations()[AttachedAnnotation(finalizer)]
+	return ok && obj.GetUID() != "" && len(v) <= maxAttachedValue && v == string(obj.GetUID())
+}
+
+// MarkedAttached reports whether obj carries an attached record for
+// finalizer at all, bound or not. Only enough to undo the claim (release
+// the key from an object not being deleted), never to act on the object.
+func MarkedAttached(obj metav1.Object, finalizer string) bool {
 	_, ok := obj.GetAnnotations()[AttachedAnnotation(finalizer)]
 	return ok
 }

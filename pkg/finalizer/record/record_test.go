@@ -13,11 +13,12 @@ import (
 )
 
 func TestReadProgress(t *testing.T) {
-	obj := &metav1.ObjectMeta{Annotations: map[string]string{
+	obj := &metav1.ObjectMeta{UID: "uid-1", Annotations: map[string]string{
 		ProgressAnnotation("b.example.com/x"):     `{"finalizer":"b.example.com/x","state":"Retry","attempts":2,"updated":"2026-11-22T00:00:00Z"}`,
 		ProgressAnnotation("a.example.com/y"):     `{"finalizer":"a.example.com/y","state":"Pending","attempts":1,"updated":"2026-11-22T00:00:00Z"}`,
 		ProgressAnnotation("c.example.com/z"):     `not json`,
-		AttachedAnnotation("a.example.com/y"):     "true",
+		AttachedAnnotation("a.example.com/y"):     "uid-1",
+		AttachedAnnotation("d.example.com/w"):     "true",
 		"unrelated.example.com/progress":          `{"finalizer":"x"}`,
 		ProgressAnnotationPrefix + "no-finalizer": `{"state":"Done"}`,
 	}}
@@ -31,8 +32,16 @@ func TestReadProgress(t *testing.T) {
 	if _, ok := ReadOne(obj, "c.example.com/z"); ok {
 		t.Error("ReadOne read a record that does not parse")
 	}
-	if !Attached(obj, "a.example.com/y") || Attached(obj, "b.example.com/x") {
-		t.Error("Attached")
+	if !Attached(obj, "a.example.com/y") || Attached(obj, "b.example.com/x") || Attached(obj, "d.example.com/w") {
+		t.Error("Attached: only a record bound to the object's UID proves it")
+	}
+	if !MarkedAttached(obj, "d.example.com/w") || MarkedAttached(obj, "b.example.com/x") {
+		t.Error("MarkedAttached")
+	}
+	copied := obj.DeepCopy()
+	copied.UID = "uid-2" // restored from a backup, or forged at CREATE
+	if Attached(copied, "a.example.com/y") {
+		t.Error("Attached believed a record written for another object")
 	}
 }
 
