@@ -120,7 +120,11 @@ func (r *Runner) unused(ctx context.Context, pol *policy.Policy, key string, i i
 	if len(use.Pods) == 0 {
 		// The index is an informer's view: a pod created moments before
 		// the target was deleted may not have reached it yet. "Unused" ends
-		// the step, so it is confirmed by the API server first.
+		// the step, so it is confirmed by the API server first, once every
+		// pod the in-use webhook admitted before the deletion is stored.
+		if wait := r.unusedGraceLeft(t.Obj); wait > 0 {
+			return r.unusedPending(w, wait, fmt.Sprintf("waiting %s after the deletion for pods admitted before it to be stored", r.UnusedGrace))
+		}
 		live, err := r.confirmUnused(ctx, gk, t.Obj.GetNamespace(), t.Obj.GetName(), scope)
 		if err != nil {
 			return transient(fmt.Errorf("confirming that no pod uses %s %s: %w", gk.Kind, client.ObjectKeyFromObject(t.Obj), err))

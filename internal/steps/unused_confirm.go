@@ -7,7 +7,6 @@ package steps
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"time"
 
@@ -34,9 +33,6 @@ const confirmPageSize = 500
 // is), and with the same lookup (inuse.Snapshot), so the two cannot
 // disagree on what a use is.
 func (r *Runner) confirmUnused(ctx context.Context, gk schema.GroupKind, ns, name, scope string) (*inuse.Use, error) {
-	if err := r.waitUnusedGrace(ctx, gk, ns, name); err != nil {
-		return nil, err
-	}
 	snap, err := inuse.Gather(ctx, readerLists{r.Reader}, []inuse.Query{{GK: gk, Namespace: ns, Name: name, Scope: scope}})
 	if err != nil {
 		return nil, err
@@ -49,9 +45,9 @@ func (r *Runner) confirmUnused(ctx context.Context, gk schema.GroupKind, ns, nam
 // timestamp truncated to the second.
 const deletionTimestampPrecision = time.Second
 
-// waitUnusedGrace returns no sooner than UnusedGrace after the object was
-// deleted, so that the confirming list that follows sees every pod the
-// in-use webhook (internal/webhook.InUse) admitted.
+// unusedGraceLeft is how long the confirming list must still wait: it
+// starts no sooner than UnusedGrace after the object was deleted, so that
+// it sees every pod the in-use webhook (internal/webhook.InUse) admitted.
 //
 // Why that is enough. The webhook reads the object from the API server
 // when a pod that uses it is created (or gains it through an ephemeral
@@ -70,40 +66,20 @@ const deletionTimestampPrecision = time.Second
 // webhook's "alive" answers is needed: each one came before C.
 //
 // D is recorded to the second, so the wait counts from D plus that second.
-// It never exceeds UnusedGrace: the object was deleted before the read
-// below saw it Terminating, so a full grace from now is always enough
-// (this also bounds the effect of a controller clock behind the API
-// server's; one ahead of it by s shortens the grace by s).
+// It never exceeds UnusedGrace: the object was deleted before this attempt
+// saw it Terminating, so a full grace from now is always enough (this also
+// bounds the effect of a controller clock behind the API server's; one
+// ahead of it by s shortens the grace by s).
 //
-// The wait holds a worker, at most UnusedGrace for an object deleted just
-// now and not at all for one deleted earlier; it is not taken without the
-// webhook (UnusedGrace 0), where it would close nothing.
-func (r *Runner) waitUnusedGrace(ctx context.Context, gk schema.GroupKind, ns, name string) error {
-	if r.UnusedGrace <= 0 {
-		return nil
+// The step answers pending for the rest of the grace rather than sleeping:
+// a mass deletion must not hold every worker for the grace. There is no
+// wait without the webhook (UnusedGrace 0), where it would close nothing.
+func (r *Runner) unusedGraceLeft(obj metav1.Object) time.Duration {
+	deleted := obj.GetDeletionTimestamp()
+	if r.UnusedGrace <= 0 || deleted == nil {
+		return 0
 	}
-	obj := &metav1.PartialObjectMetadata{}
-	// Every kind an unused step holds is served as v1.
-	obj.SetGroupVersionKind(gk.WithVersion("v1"))
-	if err := r.Reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj); err != nil {
-		// Gone: no one can start using it any more.
-		return client.IgnoreNotFound(err)
-	}
-	if obj.DeletionTimestamp == nil {
-		return nil
-	}
-	wait := min(r.UnusedGrace, obj.DeletionTimestamp.Add(deletionTimestampPrecision+r.UnusedGrace).Sub(r.now()))
-	if wait <= 0 {
-		return nil
-	}
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		return fmt.Errorf("waiting %s after the deletion for pods admitted before it: %w", r.UnusedGrace, ctx.Err())
-	case <-timer.C:
-		return nil
-	}
+	return max(0, min(r.UnusedGrace, deleted.Add(deletionTimestampPrecision+r.UnusedGrace).Sub(r.now())))
 }
 
 // readerLists is inuse.Lists through the controller's reader, in pages.
