@@ -51,6 +51,7 @@ func main() {
 	flag.Var(&allowedCIDRs, steps.AllowedCIDRsFlag, "Destinations webhook steps may call although they are loopback, link-local, cloud metadata or unspecified addresses, as CIDR prefixes (repeated or comma-separated), such as 127.0.0.0/8 for a local test server.")
 	flag.BoolVar(&opts.Controller.WebhookAllowHTTP, steps.AllowHTTPFlag, false, "Let webhook steps call plain http:// URLs; by default only https:// is called.")
 	flag.StringVar(&opts.Controller.ClusterResourceNamespace, "cluster-resource-namespace", podNamespace(), "Namespace of the signing Secrets of ClusterTeardownPolicies' webhook steps (default: the POD_NAMESPACE variable, else the pod's own namespace).")
+	flag.StringVar(&opts.Controller.ClusterDomain, steps.ClusterDomainFlag, steps.DefaultClusterDomain, "The cluster's DNS domain (the kubelet's --cluster-domain), by which a TeardownPolicy's webhook URL hosts are read: <service>.<namespace>.svc.<domain> and the other forms must name its own namespace.")
 	flag.StringVar(&opts.Controller.WebhookConfiguration, "attach-webhook-configuration", "", "Name of the MutatingWebhookConfiguration of the attach-at-create webhook; empty turns the webhook off.")
 	flag.BoolVar(&opts.Controller.InUseWebhook, "inuse-webhook", false, "Serve the in-use webhook ("+inusewebhook.InUsePath+"), which refuses a pod that would start using a Secret, ConfigMap or ServiceAccount an unused step holds while it is being deleted; unused steps then confirm no sooner than --unused-release-grace after the deletion.")
 	inUseFailure := flag.String("inuse-webhook-failure-policy", "Ignore", "What the in-use webhook answers when it cannot make its check: Ignore admits the pod with a warning, Fail refuses it; keep it the failurePolicy of its ValidatingWebhookConfiguration.")
@@ -68,6 +69,10 @@ func main() {
 	}
 	controller.SetGCPercent(*gcPercent)
 	opts.Controller.WebhookAllowedCIDRs = allowedCIDRs
+	if err := steps.ValidateClusterDomain(opts.Controller.ClusterDomain); err != nil {
+		fmt.Fprintln(os.Stderr, "teardown-controller:", err)
+		os.Exit(2)
+	}
 	kinds, err := teardownpolicy.ParseDiagnoseKinds(*diagnoseKinds)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "teardown-controller:", err)

@@ -58,6 +58,10 @@ type Options struct {
 	// ClusterTeardownPolicies' webhook steps are read
 	// (--cluster-resource-namespace): the controller's own namespace.
 	ClusterResourceNamespace string
+	// ClusterDomain is the cluster's DNS domain (--cluster-domain), by
+	// which a TeardownPolicy's webhook hosts are read; empty is
+	// cluster.local.
+	ClusterDomain string
 	// WebhookConfiguration, when set, serves the attach-at-create webhook
 	// on the manager's webhook server and keeps the rules of this
 	// MutatingWebhookConfiguration on the kinds Automatic policies target.
@@ -146,7 +150,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Mapper: mgr.GetRESTMapper(),
 		HTTP: steps.NewWebhookClients(steps.WebhookOptions{
 			AllowHTTP: opts.WebhookAllowHTTP, AllowedCIDRs: opts.WebhookAllowedCIDRs,
-			ClusterResourceNamespace: opts.ClusterResourceNamespace,
+			ClusterResourceNamespace: opts.ClusterResourceNamespace, ClusterDomain: opts.ClusterDomain,
 		}),
 		Now:  time.Now,
 		Uses: uses,

@@ -92,14 +92,14 @@ func (r *Runner) webhook(ctx context.Context, pol *policy.Policy, key string, st
 		return transient(err)
 	}
 	shown := redactURL(target)
-	if err := r.HTTP.checkDestination(w); err != nil {
+	if err := r.HTTP.CheckDestination(w, WebhookNamespace(pol)); err != nil {
 		var destErr *DestinationError
 		if errors.As(err, &destErr) {
 			return failed(&callError{url: shown, err: err})
 		}
 		return transient(err)
 	}
-	httpClient, err := r.HTTP.forCABundle(w.CABundle)
+	httpClient, err := r.HTTP.forCall(w.CABundle, WebhookNamespace(pol))
 	if err != nil {
 		return transient(err)
 	}

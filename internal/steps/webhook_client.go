@@ -16,16 +16,27 @@ import (
 )
 
 // HTTPClients is the webhook steps' side of the network: one HTTP client per
-// CA bundle, so connections are reused across calls and certificates are
-// parsed once, every one dialling through the destination guard
-// (webhook_dial.go); the operator's WebhookOptions; and the signing secrets
-// read lately (webhook_sign.go).
+// CA bundle and kind of policy, so connections are reused across calls and
+// certificates are parsed once, every one dialling through the destination
+// guard (webhook_dial.go); the operator's WebhookOptions; and the signing
+// secrets read lately (webhook_sign.go).
 type HTTPClients struct {
 	opts    WebhookOptions
 	secrets secretCache
+	// dial is the guarded dialer; tests replace it to see what is dialled.
+	dial dialFunc
 
 	mu      sync.Mutex
-	clients map[[32]byte]*http.Client
+	clients map[clientKey]*http.Client
+}
+
+// clientKey picks a client. TeardownPolicies' calls have clients of their
+// own, which dial absolute names (absoluteDial): a connection the resolver's
+// search path chose for a ClusterTeardownPolicy's call is never reused for a
+// TeardownPolicy's, even to the same host and port.
+type clientKey struct {
+	caBundle   [32]byte
+	namespaced bool
 }
 
 // NewHTTPClients returns an empty set of clients with the default options:
@@ -36,11 +47,18 @@ func NewHTTPClients() *HTTPClients { return NewWebhookClients(WebhookOptions{}) 
 // options.
 func NewWebhookClients(opts WebhookOptions) *HTTPClients {
 	opts.AllowedCIDRs = slices.Clone(opts.AllowedCIDRs)
-	return &HTTPClients{opts: opts, clients: map[[32]byte]*http.Client{}}
+	return &HTTPClients{opts: opts, dial: dialContext(opts.AllowedCIDRs), clients: map[clientKey]*http.Client{}}
 }
 
+// forCABundle is the client of a ClusterTeardownPolicy's calls.
 func (h *HTTPClients) forCABundle(caBundle []byte) (*http.Client, error) {
-	key := sha256.Sum256(caBundle)
+	return h.forCall(caBundle, "")
+}
+
+// forCall is the client of a call trusting caBundle, for a TeardownPolicy
+// of namespace ns, or a ClusterTeardownPolicy when ns is "".
+func (h *HTTPClients) forCall(caBundle []byte, ns string) (*http.Client, error) {
+	key := clientKey{caBundle: sha256.Sum256(caBundle), namespaced: ns != ""}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if c, ok := h.clients[key]; ok {
@@ -50,8 +68,12 @@ func (h *HTTPClients) forCABundle(caBundle []byte) (*http.Client, error) {
 	// Every target worker may call the same webhook at once: keep that many
 	// connections open instead of http's default of 2 per host.
 	transport.MaxIdleConns, transport.MaxIdleConnsPerHost = 256, 64
-	// Every connection, TLS or not, is dialled through the guard.
-	transport.DialContext = dialContext(h.opts.AllowedCIDRs)
+	// Every connection, TLS or not, is dialled through the guard; a
+	// TeardownPolicy's, by the absolute name of its host.
+	transport.DialContext = h.dial
+	if key.namespaced {
+		transport.DialContext = absoluteDial(h.opts.ClusterDomain, h.dial)
+	}
 	// No proxy from the environment: a proxy would connect to the
 	// destination on the controller's behalf, out of the guard's sight.
 	transport.Proxy = nil

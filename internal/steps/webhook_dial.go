@@ -17,6 +17,7 @@ import (
 	"time"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/policy"
 )
 
 // The flags an operator loosens the webhook destination guard with; messages
@@ -38,6 +39,10 @@ type WebhookOptions struct {
 	// ClusterResourceNamespace is the namespace of the signing Secrets of
 	// ClusterTeardownPolicies (normally the controller's own).
 	ClusterResourceNamespace string
+	// ClusterDomain is the cluster's DNS domain (--cluster-domain); empty
+	// means cluster.local. It is how the names a TeardownPolicy may call
+	// are read (webhook_dns.go).
+	ClusterDomain string
 }
 
 // forbiddenRange is a range of addresses a webhook step never connects to
@@ -69,22 +74,40 @@ var forbidden = []forbiddenRange{
 // definitive failure of the step: the same URL is refused every time until
 // the policy or the operator's flags change.
 type DestinationError struct {
-	// Addr is the refused address, or the URL's scheme when Reason is
-	// about it.
+	// Addr is the refused address or host, or the URL's scheme when Reason
+	// is about it.
 	Addr string
 	// Reason is loopback, link-local, cloud metadata, unspecified or
-	// plain http.
+	// plain http; or, for a TeardownPolicy's host (webhook_dns.go), other
+	// namespace, short name, not in namespace or bad name.
 	Reason string
+
+	// Field, Detail, Namespace and Relative say more about a
+	// TeardownPolicy's host: the field it came from (webhook.url or
+	// webhook.service), what it names, the policy's namespace, and whether
+	// it was written without a trailing dot.
+	Field, Detail, Namespace string
+	Relative                 bool
 }
 
 func (e *DestinationError) Error() string {
-	if e.Reason == reasonPlainHTTP {
+	switch e.Reason {
+	case reasonPlainHTTP:
 		return "plain http is not allowed; use https, or allow it with --" + AllowHTTPFlag
+	case reasonOtherNamespace, reasonShortName, reasonNotInNamespace, reasonBadName:
+		return e.namespaceError()
 	}
 	return fmt.Sprintf("destination %s is not allowed: %s; allow it with --%s", e.Addr, e.Reason, AllowedCIDRsFlag)
 }
 
-const reasonPlainHTTP = "plain http"
+// Reasons of a DestinationError.
+const (
+	reasonPlainHTTP      = "plain http"
+	reasonOtherNamespace = "other namespace"
+	reasonShortName      = "short name"
+	reasonNotInNamespace = "not in namespace"
+	reasonBadName        = "bad name"
+)
 
 // checkAddr refuses addr when it is in a forbidden range and in no allowed
 // prefix. IPv4-mapped IPv6 addresses are judged as IPv4, and zones are
@@ -148,15 +171,41 @@ func CheckWebhookDestination(w *teardownv1alpha1.WebhookAction, allowHTTP bool, 
 	return nil
 }
 
-// checkDestination is CheckWebhookDestination with h's options.
-func (h *HTTPClients) checkDestination(w *teardownv1alpha1.WebhookAction) error {
-	return CheckWebhookDestination(w, h.opts.AllowHTTP, h.opts.AllowedCIDRs)
+// CheckDestination is CheckWebhookDestination with the options the clients
+// were made with and, for a TeardownPolicy of namespace ns (ns is "" for a
+// ClusterTeardownPolicy), the namespace rule of webhook_dns.go: its host
+// must be an IP literal, an absolute name outside the cluster domain, or a
+// name of a Service or pod of ns. It is called when the policy is served and
+// again before every call, since a call may run a policy version served
+// before this rule (a restart resumes teardowns under the version that
+// guarded them).
+func (h *HTTPClients) CheckDestination(w *teardownv1alpha1.WebhookAction, ns string) error {
+	if err := CheckWebhookDestination(w, h.opts.AllowHTTP, h.opts.AllowedCIDRs); err != nil || w == nil || ns == "" {
+		return err
+	}
+	raw, err := webhookURL(w)
+	if err != nil {
+		return err
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return errors.New("the webhook URL does not parse")
+	}
+	field := "webhook.url"
+	if w.URL == nil {
+		field = "webhook.service"
+	}
+	return checkHostNamespace(field, u.Hostname(), ns, h.opts.ClusterDomain)
 }
 
-// CheckDestination is CheckWebhookDestination with the options the clients
-// were made with.
-func (h *HTTPClients) CheckDestination(w *teardownv1alpha1.WebhookAction) error {
-	return h.checkDestination(w)
+// WebhookNamespace is the namespace whose rule a policy's webhook calls
+// follow (CheckDestination): a TeardownPolicy's, or "" for a
+// ClusterTeardownPolicy, which may call anything the address guard allows.
+func WebhookNamespace(pol *policy.Policy) string {
+	if pol.Ref.Kind == policy.KindNamespaced {
+		return pol.Ref.Namespace
+	}
+	return ""
 }
 
 // Options returns the options the clients were made with.
@@ -184,9 +233,38 @@ func guardedDialer(allowed []netip.Prefix) *net.Dialer {
 	}
 }
 
+// dialFunc is a transport's DialContext.
+type dialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
+
 // dialContext is the transport's DialContext: the guarded dialer.
-func dialContext(allowed []netip.Prefix) func(ctx context.Context, network, addr string) (net.Conn, error) {
+func dialContext(allowed []netip.Prefix) dialFunc {
 	return guardedDialer(allowed).DialContext
+}
+
+// absoluteDial is the DialContext of TeardownPolicies' calls: it dials the
+// absolute name of what the host names (ClassifyHost's Dial), so the
+// resolver never applies its search domains, of which the first is the
+// controller's own namespace. The name dialled is then the name the
+// namespace rule judged, whatever the search path and ndots. A host with no
+// such name (a single label, a relative name of four labels or more, a name
+// that is not DNS) is refused: CheckDestination refuses those before the
+// call, so this is only reached by a call that skipped it. The URL, the TLS
+// server name and the Host header are left as written.
+func absoluteDial(domain string, base dialFunc) dialFunc {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, fmt.Errorf("dialling %s: %w", addr, err)
+		}
+		h := ClassifyHost(host, domain)
+		switch {
+		case h.Kind == HostIP:
+			return base(ctx, network, addr)
+		case h.Dial == "":
+			return nil, &DestinationError{Addr: host, Reason: reasonNotInNamespace, Field: "webhook.url", Namespace: "its namespace", Relative: true}
+		}
+		return base(ctx, network, net.JoinHostPort(h.Dial, port))
+	}
 }
 
 // CIDRs is a flag.Value of prefixes, repeated or comma-separated; a bare

@@ -200,9 +200,14 @@ func TestWebhookAllowedDestinations(t *testing.T) {
 		}
 	})
 	t.Run("localhost with loopback allowed", func(t *testing.T) {
+		// A ClusterTeardownPolicy's call: a TeardownPolicy's is refused
+		// for naming a single label (TestCallTimeNamespaceRefusal).
 		srv, hits := countingServer(t, false)
 		u := strings.Replace(srv.URL, "127.0.0.1", "localhost", 1)
-		_ = callWebhook(t, testClients(), &teardownv1alpha1.WebhookAction{URL: ptr.To(u + "/")})
+		_, target := webhookTarget()
+		pol := &policy.Policy{Ref: policy.Ref{Kind: policy.KindCluster, Name: "c"}, Key: "x.io/y"}
+		r := &Runner{HTTP: testClients()}
+		_ = r.webhook(t.Context(), pol, pol.Key, teardownv1alpha1.Step{Name: "notify", Webhook: &teardownv1alpha1.WebhookAction{URL: ptr.To(u + "/")}}, target)
 		if hits.Load() != 1 {
 			t.Fatalf("the server was reached %d times, want 1", hits.Load())
 		}

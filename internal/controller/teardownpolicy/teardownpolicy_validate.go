@@ -9,8 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
-	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -22,6 +20,7 @@ import (
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/internal/policy"
+	"github.com/teardown-dev/teardown/internal/steps"
 	"github.com/teardown-dev/teardown/pkg/finalizer"
 )
 
@@ -144,14 +143,18 @@ func (r *Reconciler) needs(pol *policy.Policy) ([]access, metav1.Condition, bool
 				needs = append(needs, access{who: stepsActor, what: what, verb: "list", resource: pods, namespace: pol.Ref.Namespace})
 			}
 		case s.Webhook != nil:
-			if err := r.Runner.HTTP.CheckDestination(s.Webhook); err != nil {
-				return nil, notReady(teardownv1alpha1.InvalidWebhookReason, "%s: %s", what, err), false
-			}
 			if svc := s.Webhook.Service; svc != nil && pol.Ref.Kind == policy.KindNamespaced && svc.Namespace != pol.Ref.Namespace {
 				return nil, notReady(teardownv1alpha1.ClusterScopedKindReason, "%s: webhook.service in namespace %s: a TeardownPolicy calls Services of its own namespace only", what, svc.Namespace), false
 			}
-			if ns, ok := serviceNamespaceOf(s.Webhook.URL); ok && pol.Ref.Kind == policy.KindNamespaced && ns != pol.Ref.Namespace {
-				return nil, notReady(teardownv1alpha1.ClusterScopedKindReason, "%s: webhook.url names a Service of namespace %s: a TeardownPolicy calls Services of its own namespace only", what, ns), false
+			// A TeardownPolicy's URL host is read as the cluster's DNS
+			// reads it (steps.ClassifyHost); the same check is made again
+			// before every call.
+			if err := r.Runner.HTTP.CheckDestination(s.Webhook, steps.WebhookNamespace(pol)); err != nil {
+				reason := teardownv1alpha1.InvalidWebhookReason
+				if steps.IsNamespaceRefusal(err) {
+					reason = teardownv1alpha1.ClusterScopedKindReason
+				}
+				return nil, notReady(reason, "%s: %s", what, err), false
 			}
 			if ref := s.Webhook.SigningSecretRef; ref != nil && sa != "" {
 				secrets := corev1.SchemeGroupVersion.WithResource("secrets")
@@ -176,25 +179,6 @@ func (r *Reconciler) needs(pol *policy.Policy) ([]access, metav1.Condition, bool
 		}
 	}
 	return needs, metav1.Condition{}, true
-}
-
-// serviceNamespaceOf returns the namespace of a Service named by a URL's
-// cluster DNS name (<service>.<namespace>.svc, optionally followed by the
-// cluster domain). Other hosts, IP addresses included, are not recognised:
-// restrict the controller's egress with a NetworkPolicy for those.
-func serviceNamespaceOf(rawURL *string) (string, bool) {
-	if rawURL == nil {
-		return "", false
-	}
-	u, err := url.Parse(*rawURL)
-	if err != nil {
-		return "", false
-	}
-	labels := strings.Split(strings.TrimSuffix(strings.ToLower(u.Hostname()), "."), ".")
-	if len(labels) >= 3 && labels[2] == "svc" {
-		return labels[1], true
-	}
-	return "", false
 }
 
 // jobNamespace is where a job step's Jobs run: its own namespace, else the
