@@ -261,7 +261,7 @@ func absoluteDial(domain string, base dialFunc) dialFunc {
 		case h.Kind == HostIP:
 			return base(ctx, network, addr)
 		case h.Dial == "":
-			return nil, &DestinationError{Addr: host, Reason: reasonNotInNamespace, Field: "webhook.url", Namespace: "its namespace", Relative: true}
+			return nil, &DestinationError{Addr: host, Reason: reasonNotInNamespace, Field: "webhook.url", Relative: mayBeMeantOutside(host, h, domain)}
 		}
 		return base(ctx, network, net.JoinHostPort(h.Dial, port))
 	}

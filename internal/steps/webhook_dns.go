@@ -209,7 +209,7 @@ func checkHostNamespace(field, host, ns, domain string) error {
 	h := ClassifyHost(host, domain)
 	refuse := func(reason, detail string) error {
 		return &DestinationError{Addr: strings.ToLower(host), Reason: reason, Field: field, Detail: detail, Namespace: ns,
-			Relative: !strings.HasSuffix(host, ".") && h.Kind != HostShort}
+			Relative: mayBeMeantOutside(host, h, domain)}
 	}
 	switch h.Kind {
 	case HostIP, HostExternal:
@@ -237,6 +237,19 @@ func checkHostNamespace(field, host, ns, domain string) error {
 	}
 }
 
+// mayBeMeantOutside: host, refused as h, is a relative name of two labels
+// or more that does not end in svc, pod or the cluster domain, so it may
+// have been meant as a name outside the cluster, which is written with a
+// trailing dot.
+func mayBeMeantOutside(host string, h Host, domain string) bool {
+	if strings.HasSuffix(host, ".") || h.Kind == HostShort || h.Kind == HostInvalid {
+		return false
+	}
+	labels := strings.Split(strings.ToLower(host), ".")
+	last := labels[len(labels)-1]
+	return last != "svc" && last != "pod" && ClassifyHost(host+".", domain).Kind == HostExternal
+}
+
 // namespaceError says why a TeardownPolicy may not call a host, and how
 // to write what it may call.
 func (e *DestinationError) namespaceError() string {
@@ -249,7 +262,11 @@ func (e *DestinationError) namespaceError() string {
 		return fmt.Sprintf("%s host %s is a single label, which the cluster's resolver completes in the controller's namespace: %s; write <service>.%s.svc",
 			e.Field, e.Addr, rule, e.Namespace)
 	case reasonNotInNamespace:
-		msg = fmt.Sprintf("%s host %s is not the name of a Service or pod of namespace %s: %s", e.Field, e.Addr, e.Namespace, rule)
+		ns := "namespace " + e.Namespace
+		if e.Namespace == "" {
+			ns = "the policy's namespace"
+		}
+		msg = fmt.Sprintf("%s host %s is not the name of a Service or pod of %s: %s", e.Field, e.Addr, ns, rule)
 	default:
 		return fmt.Sprintf("%s host %q is not a DNS name of lower-case letters, digits and '-'", e.Field, e.Addr)
 	}
