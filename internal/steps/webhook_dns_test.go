@@ -363,3 +363,24 @@ func FuzzClassifyHost(f *testing.F) {
 		}
 	})
 }
+
+// TestAbsoluteNameOverTLS: an outside name written with a trailing dot is
+// called over TLS and verified against a certificate for the name without
+// it (httptest's certificate is for example.com). The test's dialer sends
+// the connection to the test server whatever the name.
+func TestAbsoluteNameOverTLS(t *testing.T) {
+	srv, hits := countingServer(t, true)
+	h := NewWebhookClients(WebhookOptions{})
+	var rec recordingDial
+	h.dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		_, _ = rec.dial(ctx, network, addr)
+		return (&net.Dialer{}).DialContext(ctx, network, srv.Listener.Addr().String())
+	}
+	out := callWebhook(t, h, &teardownv1alpha1.WebhookAction{URL: ptr.To("https://Example.COM./cleanup"), CABundle: pemCert(t, srv)})
+	if hits.Load() != 1 {
+		t.Fatalf("the server was reached %d times, want 1 (outcome %+v)", hits.Load(), out)
+	}
+	if diff := cmp.Diff([]string{"example.com.:443"}, rec.addrs); diff != "" {
+		t.Errorf("dialled (-want +got):\n%s", diff)
+	}
+}
