@@ -324,3 +324,61 @@ func TestRecordsWrittenAtCreateProveNothing(t *testing.T) {
 		t.Errorf("the key was removed from a ConfigMap outside the policy's selectors (carries=%v, err=%v)", ok, err)
 	}
 }
+
+// TestSameSecondPoliciesDoNotTradeAKey (issue 16, family 4, the variant
+// without an edit): two TeardownPolicies on one key created within the same
+// second, z-… first. creationTimestamp has second resolution, so age cannot
+// tell them apart, and the name would hand the key to the younger a-…. The
+// one in force keeps it: a-… is FinalizerConflict, and a teardown under
+// z-… is never touched by a-…'s steps.
+func TestSameSecondPoliciesDoNotTradeAKey(t *testing.T) {
+	const key = "example.com/same-second"
+	ns := newNamespace(t)
+	hookZ := newCleanupServer(t, func(webhookRequest) answer { return inProgress })
+	hookA := newCleanupServer(t, func(webhookRequest) answer { return success })
+	startController(t, "controller")
+	newPolicy := func(name string, hook *cleanupServer) *teardownv1alpha1.TeardownPolicy {
+		pol := &teardownv1alpha1.TeardownPolicy{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: teardownv1alpha1.TeardownPolicySpec{
+				Finalizer: key, Targets: []teardownv1alpha1.Target{configMapTarget(labels("app", "guarded"))},
+				Steps: []teardownv1alpha1.Step{hook.step(name)},
+			},
+		}
+		create(t, pol)
+		return pol
+	}
+	var z, a *teardownv1alpha1.TeardownPolicy
+	for attempt := range 8 {
+		// Start just after a second begins, so that z is in force before
+		// the next one.
+		time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second + 20*time.Millisecond)))
+		z = newPolicy("z-first-"+string(rune('0'+attempt)), hookZ)
+		testenv.Eventually(t, 10*time.Second, "z to be in force", func(context.Context) (bool, error) {
+			return readyOf(t, z, time.Second).Status == metav1.ConditionTrue, nil
+		})
+		a = newPolicy("a-second-"+string(rune('0'+attempt)), hookA)
+		if z.CreationTimestamp.Equal(&a.CreationTimestamp) {
+			break
+		}
+		deleteNow(t, a)
+		deleteNow(t, z)
+		a = nil
+	}
+	if a == nil {
+		t.Fatal("harness: could not create the two policies within one second")
+	}
+	if cond := readyOf(t, a, 30*time.Second); cond.Reason != teardownv1alpha1.FinalizerConflictReason || !strings.Contains(cond.Message, "in force") {
+		t.Fatalf("%s: Ready=%s %s: %s; want FinalizerConflict, z being in force", a.Name, cond.Status, cond.Reason, cond.Message)
+	}
+	cm := guardedConfigMaps(t, ns, key, 1)[0]
+	deleteNow(t, cm)
+	testenv.Eventually(t, 30*time.Second, "z's cleanup to start", func(context.Context) (bool, error) { return hookZ.callsFor(cm.UID) > 0, nil })
+	stillHeld(t, 5*time.Second, "z's webhook never answered Success", cm)
+	if n := hookA.callsFor(cm.UID); n > 0 {
+		t.Errorf("a's webhook was called %d times for a teardown under z", n)
+	}
+	if cond := readyOf(t, z, 10*time.Second); cond.Status != metav1.ConditionTrue {
+		t.Errorf("z lost its key: %s: %s", cond.Reason, cond.Message)
+	}
+}
