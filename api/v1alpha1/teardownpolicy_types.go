@@ -76,7 +76,11 @@ type TeardownPolicySpec struct {
 	// teardown.dev/<name> for a ClusterTeardownPolicy and
 	// <namespace>.teardown.dev/<name> for a TeardownPolicy, so that policies
 	// with the same name in different namespaces never share a key. The key
-	// in effect is shown in status.finalizer.
+	// in effect is shown in status.finalizer. In the teardown.dev domain a
+	// policy may use only its default key. Of the policies that share a key
+	// for overlapping kinds one is served: a ClusterTeardownPolicy before any
+	// TeardownPolicy, then the one in force, then the oldest
+	// (docs/controller.md, "Key ownership").
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=317
@@ -154,8 +158,11 @@ type TeardownPolicySpec struct {
 	// cleanup runs to the end (or to their deadline) under the version of
 	// the policy that guarded them, and the policy goes once they are done.
 	// Release: they are let go at once without the rest of their cleanup,
-	// each with a FinalizerReleased Warning event. Objects not being deleted
-	// are released either way.
+	// each with a FinalizerReleased Warning event, except in a namespace
+	// being deleted, where nothing is released without its cleanup. Objects
+	// not being deleted are released either way (again, not in a namespace
+	// being deleted). A policy's spec cannot change once it is being
+	// deleted.
 	// +optional
 	// +kubebuilder:default=Finish
 	OnPolicyDeletion PolicyDeletionAction `json:"onPolicyDeletion,omitempty"`
@@ -320,7 +327,10 @@ type WebhookAction struct {
 	// https://dns-cleaner.shop.svc/cleanup. The controller calls plain
 	// http:// only when it runs with --webhook-allow-http, and never a
 	// loopback, link-local, cloud metadata or unspecified address outside
-	// its --webhook-allowed-cidrs.
+	// its --webhook-allowed-cidrs. A TeardownPolicy's host is read as
+	// Kubernetes DNS reads it and must name a Service or pod of its own
+	// namespace (such as cleaner.shop.svc), or an IP address, or an outside
+	// name written absolute with a trailing dot (hooks.example.com.).
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
