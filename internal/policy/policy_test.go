@@ -7,6 +7,7 @@ package policy
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -187,6 +188,32 @@ func TestIndex(t *testing.T) {
 	}
 }
 
+func TestReservedKey(t *testing.T) {
+	tenant := Ref{Kind: KindNamespaced, Namespace: "shop", Name: "dns"}
+	cluster := Ref{Kind: KindCluster, Name: "agents"}
+	for _, tc := range []struct {
+		ref     Ref
+		key     string
+		refused bool
+	}{
+		{tenant, "shop.teardown.dev/dns", false},
+		{tenant, "example.com/dns", false},
+		{tenant, "teardown.dev/agents", true},
+		{tenant, "other.teardown.dev/dns", true},
+		{tenant, "shop.teardown.dev/other", true},
+		{tenant, "x.shop.teardown.dev/dns", true},
+		{tenant, "teardown.dev/release-guarded-objects", true},
+		{tenant, "notteardown.dev/x", false},
+		{cluster, "teardown.dev/agents", false},
+		{cluster, "teardown.dev/other", true},
+		{Ref{Kind: KindCluster, Name: "release-guarded-objects"}, "teardown.dev/release-guarded-objects", true},
+	} {
+		if err := ReservedKey(tc.ref, tc.key); (err != nil) != tc.refused {
+			t.Errorf("ReservedKey(%s, %s) = %v, want refused=%v", tc.ref, tc.key, err, tc.refused)
+		}
+	}
+}
+
 func TestOwner(t *testing.T) {
 	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	secret := schema.GroupVersionKind{Version: "v1", Kind: "Secret"}
@@ -200,19 +227,32 @@ func TestOwner(t *testing.T) {
 	cluster := mk(KindCluster, "", "c", "x.example.com/k", t0.Add(-time.Hour), cmKind)
 	otherKind := mk(KindCluster, "", "s", "x.example.com/k", t0.Add(-2*time.Hour), secret)
 	otherKey := mk(KindNamespaced, "shop", "z", "x.example.com/z", t0.Add(-time.Hour), cmKind)
+	youngCluster := mk(KindCluster, "", "young-c", "x.example.com/k", t0.Add(time.Hour), cmKind)
+	serving := func(c Claim) Claim { c.Serving = true; return c }
+	// z-first was put in force before a-second was created, in the same
+	// second.
+	zFirst := serving(mk(KindNamespaced, "shop", "z-first", "x.example.com/k", t0, cmKind))
+	aSecond := mk(KindNamespaced, "shop", "a-second", "x.example.com/k", t0, cmKind)
+	// A retired key of an older policy, still on objects.
+	retired := serving(mk(KindNamespaced, "shop", "renamed", "x.example.com/k", t0.Add(time.Hour), cmKind))
 	cases := map[string]struct {
 		mine Claim
 		all  []Claim
 		want Ref
 	}{
-		"the oldest owns, whatever the order seen":  {young, []Claim{young, old}, old.Ref},
-		"the older one owns itself":                 {old, []Claim{young, old}, old.Ref},
-		"same age: by reference":                    {young, []Claim{young, sameAgeA}, sameAgeA.Ref},
-		"namespaced policies of two namespaces":     {young, []Claim{young, otherNS}, young.Ref},
-		"a cluster policy overlaps every namespace": {old, []Claim{old, cluster}, cluster.Ref},
-		"no shared kind, no conflict":               {old, []Claim{old, otherKind}, old.Ref},
-		"another key, no conflict":                  {old, []Claim{old, otherKey}, old.Ref},
-		"alone":                                     {old, nil, old.Ref},
+		"the oldest owns, whatever the order seen":   {young, []Claim{young, old}, old.Ref},
+		"the older one owns itself":                  {old, []Claim{young, old}, old.Ref},
+		"same age: by reference":                     {young, []Claim{young, sameAgeA}, sameAgeA.Ref},
+		"namespaced policies of two namespaces":      {young, []Claim{young, otherNS}, young.Ref},
+		"a cluster policy overlaps every namespace":  {old, []Claim{old, cluster}, cluster.Ref},
+		"no shared kind, no conflict":                {old, []Claim{old, otherKind}, old.Ref},
+		"another key, no conflict":                   {old, []Claim{old, otherKey}, old.Ref},
+		"alone":                                      {old, nil, old.Ref},
+		"a cluster policy outranks an older tenant":  {old, []Claim{old, youngCluster}, youngCluster.Ref},
+		"the tenant never outranks a cluster policy": {youngCluster, []Claim{old, youngCluster}, youngCluster.Ref},
+		"in force outranks same-second by name":      {aSecond, []Claim{zFirst, aSecond}, zFirst.Ref},
+		"in force outranks older":                    {old, []Claim{old, retired}, retired.Ref},
+		"a cluster policy outranks one in force":     {zFirst, []Claim{zFirst, youngCluster}, youngCluster.Ref},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -220,5 +260,37 @@ func TestOwner(t *testing.T) {
 				t.Errorf("Owner = %s, want %s", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestClaimsOf(t *testing.T) {
+	pol := &teardownv1alpha1.TeardownPolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "dns"},
+		Spec: teardownv1alpha1.TeardownPolicySpec{Finalizer: "x.example.com/new",
+			Targets: []teardownv1alpha1.Target{{APIVersion: "v1", Kind: "ConfigMap"}}},
+		Status: teardownv1alpha1.TeardownPolicyStatus{
+			Finalizer: "x.example.com/old",
+			Kinds:     []teardownv1alpha1.GroupVersionKind{{APIVersion: "v1", Kind: "ConfigMap"}},
+			Retired:   []teardownv1alpha1.RetiredKey{{Finalizer: "x.example.com/older", GroupVersionKind: teardownv1alpha1.GroupVersionKind{APIVersion: "v1", Kind: "Secret"}}},
+		},
+	}
+	keys := func(cs []Claim) []string {
+		var out []string
+		for _, c := range cs {
+			out = append(out, fmt.Sprintf("%s serving=%v", c.Key, c.Serving))
+		}
+		return out
+	}
+	if diff := cmp.Diff([]string{"x.example.com/new serving=false"}, keys(ClaimsOf(pol))); diff != "" {
+		t.Errorf("not Ready: only the spec claims, -want +got:\n%s", diff)
+	}
+	pol.Status.Conditions = []metav1.Condition{{Type: teardownv1alpha1.ReadyCondition, Status: metav1.ConditionTrue}}
+	want := []string{"x.example.com/new serving=false", "x.example.com/old serving=true", "x.example.com/older serving=true"}
+	if diff := cmp.Diff(want, keys(ClaimsOf(pol))); diff != "" {
+		t.Errorf("in force: what the status records is claimed too, -want +got:\n%s", diff)
+	}
+	pol.Status.Finalizer = "x.example.com/new"
+	if c, _ := ClaimOf(pol); !c.Serving {
+		t.Error("a Ready policy whose status records its key is in force")
 	}
 }
