@@ -114,6 +114,12 @@ func (r *Reconciler) yield(ctx context.Context, pol *policy.Policy, status *tear
 	if ok && base.UID == pol.UID && base.Yielded() && base.Deleting == pol.Deleting {
 		return
 	}
+	if (!ok || base.UID != pol.UID) && status.Finalizer == "" {
+		// Never served: it started nothing, and must not get a watch on
+		// kinds it was never checked for.
+		r.Index.Delete(pol.Ref)
+		return
+	}
 	if !ok || base.UID != pol.UID {
 		var err error
 		if base, err = r.newServed(pol, retiredKeys(pol, status)); err != nil {
