@@ -62,10 +62,17 @@ func main() {
 	showVersion := flag.Bool("version", false, "Print the version, commit and build date, and exit.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
+	flag.Usage = usage
 	flag.Parse()
-	if *showVersion {
+	if *showVersion || flag.NArg() == 1 && flag.Arg(0) == "version" {
 		fmt.Println(version.Get().String())
 		return
+	}
+	if err := noStrayArguments(flag.Args()); err != nil {
+		// A typo (teardown-controller unistall) must not start a second
+		// controller, with whatever credentials the shell has.
+		fmt.Fprintln(os.Stderr, "teardown-controller:", err)
+		os.Exit(2)
 	}
 	controller.SetGCPercent(*gcPercent)
 	opts.Controller.WebhookAllowedCIDRs = allowedCIDRs
@@ -97,6 +104,28 @@ func main() {
 		fmt.Fprintln(os.Stderr, "teardown-controller:", err)
 		os.Exit(1)
 	}
+}
+
+// noStrayArguments refuses anything left after the flags: the controller
+// takes none, and its commands (uninstall, version) come first.
+func noStrayArguments(args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	return fmt.Errorf("unknown command or argument %q: the commands are uninstall and version; without one it runs the controller, which takes only flags (--help)", args[0])
+}
+
+// usage lists the commands before the flags.
+func usage() {
+	out := flag.CommandLine.Output()
+	fmt.Fprintf(out, `Usage:
+  teardown-controller [flags]            run the controller
+  teardown-controller uninstall [flags]  delete every policy and wait until they released what they guard
+  teardown-controller version            print the version, commit and build date
+
+Flags:
+`)
+	flag.PrintDefaults()
 }
 
 // podNamespace is the namespace the controller runs in: the POD_NAMESPACE
