@@ -1,0 +1,355 @@
+/*
+Copyright 2026 The Teardown Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package chaos_test
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+)
+
+// The checker reads only the recorded watch events, the receivers' ledger
+// and which ConfigMap writes were a tenant's (modelFacts). It does not
+// import the controller: what justifies a removal is the contract
+// (docs/controller.md, "The contract"), restated here from the outside.
+
+// slack absorbs the distance between when something happened and when our
+// watch delivered it (the controller's watch may be ahead of ours).
+const slack = 2 * time.Second
+
+type modelFacts struct {
+	Namespaces   []string
+	TenantWrites map[string]bool // resourceVersions of ConfigMap writes by the generator
+}
+
+type checker struct {
+	facts  modelFacts
+	h      *history
+	ledger []ledgerEntry
+	byKey  map[string][]ledgerEntry // uid/finalizer
+
+	removals   int
+	byJust     map[string]int
+	byRule     map[string]int
+	violations []string
+}
+
+func newChecker(f modelFacts, recs []record, ledger []ledgerEntry) *checker {
+	inRun := map[string]bool{}
+	for _, ns := range f.Namespaces {
+		inRun[ns] = true
+	}
+	c := &checker{facts: f, h: buildHistory(recs, inRun), ledger: ledger, byKey: map[string][]ledgerEntry{},
+		byJust: map[string]int{}, byRule: map[string]int{}}
+	for _, e := range ledger {
+		k := string(e.UID) + "/" + e.Finalizer
+		c.byKey[k] = append(c.byKey[k], e)
+	}
+	return c
+}
+
+func (c *checker) violate(rule, format string, args ...any) {
+	c.byRule[rule]++
+	c.violations = append(c.violations, rule+": "+fmt.Sprintf(format, args...))
+}
+
+func (c *checker) check() {
+	c.checkCalls()
+	for _, o := range c.h.objs {
+		c.checkRemovals(o)
+	}
+	c.checkMessages()
+}
+
+// checkCalls: every call is for an object being deleted that its policy
+// selected under that key at some time, and one teardown is one policy's.
+func (c *checker) checkCalls() {
+	seen := map[string]bool{}
+	for k, calls := range c.byKey {
+		var pols []string
+		for _, e := range calls {
+			if !slices.Contains(pols, e.Path) {
+				pols = append(pols, e.Path)
+			}
+		}
+		if len(pols) > 1 {
+			c.violate("teardown-run-by-two-policies", "object %s/%s (uid %s) key %s: calls from %v\n%s",
+				calls[0].Namespace, calls[0].Name, calls[0].UID, calls[0].Finalizer, pols, c.ledgerString(calls, 12))
+		}
+		for _, e := range calls {
+			if e.Path != e.Policy {
+				c.violate("call-with-another-policys-identity", "receiver of %s called as %s for %s/%s", e.Path, e.Policy, e.Namespace, e.Name)
+			}
+			ck := k + "/" + e.Path
+			if seen[ck] {
+				continue
+			}
+			seen[ck] = true
+			o, p := c.h.objs[e.UID], c.h.pols[e.Path]
+			if o == nil || p == nil {
+				c.violate("call-on-unknown-object", "call #%d from %s for %s/%s uid %s, which the watches never saw", e.Seq, e.Path, e.Namespace, e.Name, e.UID)
+				continue
+			}
+			if dt := o.deletionStart(); dt.IsZero() || e.At.Add(100*time.Millisecond).Before(dt) {
+				c.violate("cleanup-of-a-live-object", "call #%d at %s from %s for %s/%s, deletionTimestamp %v", e.Seq, e.At.Format(time.StampMilli), e.Path, o.NS, o.Name, dt)
+			}
+			if at, ok := c.h.firstSelected(p, o, e.Finalizer); !ok || at.After(e.At.Add(slack)) {
+				c.violate("call-on-an-object-never-selected", "%s called its receiver (step %s, key %s) for %s/%s, which it never selected under that key before the call (first selected: %v)\n  %s\n  records: %s",
+					e.Path, e.Step, e.Finalizer, o.NS, o.Name, fmtTime(at, ok), c.policyString(p), c.recordsString(o))
+			}
+		}
+	}
+}
+
+// checkRemovals judges every key that left an object's finalizers.
+func (c *checker) checkRemovals(o *objHist) {
+	for i := 1; i < len(o.States); i++ {
+		prev, next := o.States[i-1], o.States[i]
+		var removed []string
+		for _, k := range prev.CM.Finalizers {
+			if next.Gone || !slices.Contains(next.CM.Finalizers, k) {
+				removed = append(removed, k)
+			}
+		}
+		for _, k := range removed {
+			c.removals++
+			deleting := prev.CM.DeletionTimestamp != nil || next.Gone
+			var just, why string
+			if deleting {
+				just, why = c.judgeTeardown(o, i, k)
+			} else {
+				just, why = c.judgeLive(o, i, k)
+			}
+			if just != "" {
+				c.byJust[just]++
+				continue
+			}
+			gap := ""
+			if next.Gap {
+				gap = " (seen across a watch gap: the removal happened between the two states)"
+			}
+			rule := "unjustified-removal-of-a-live-object"
+			if deleting {
+				rule = "unjustified-removal"
+			}
+			c.violate(rule, "%s removed from %s/%s (uid %s) at %s%s: %s\n  object: %s\n  ledger: %s",
+				k, o.NS, o.Name, o.UID, next.At.Format(time.StampMilli), gap, why, c.statesString(o, i), c.ledgerString(c.callsBefore(o.UID, k, next.At), 10))
+		}
+	}
+}
+
+func (c *checker) callsBefore(uid types.UID, key string, t time.Time) []ledgerEntry {
+	var out []ledgerEntry
+	for _, e := range c.byKey[string(uid)+"/"+key] {
+		if e.At.Before(t) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// judgeTeardown: a key leaves an object being deleted only after the steps
+// of the policy that started its teardown succeeded (Continue counting as
+// done), or a rule of that policy let it go: a definitive failure or a
+// step timeout under onFailure Release, its deadline under onDeadline
+// Release, its deletion under onPolicyDeletion Release outside a namespace
+// being deleted.
+func (c *checker) judgeTeardown(o *objHist, i int, key string) (string, string) {
+	t := o.States[i].At
+	dt := o.deletionStart()
+	if dt.IsZero() { // the deletion happened in a watch gap
+		dt = o.States[i-1].At.Truncate(time.Second)
+	}
+	calls := c.callsBefore(o.UID, key, t)
+	var candidates []*polHist
+	if len(calls) > 0 {
+		if p := c.h.pols[calls[0].Path]; p != nil {
+			candidates = append(candidates, p)
+		}
+	} else {
+		for _, p := range c.h.pols {
+			if at, ok := c.h.firstSelected(p, o, key); ok && !at.After(t.Add(slack)) && p.readyBy(t.Add(slack)) {
+				candidates = append(candidates, p)
+			}
+		}
+	}
+	if len(candidates) == 0 {
+		return "", "no policy ever selected the object under this key, and no receiver was called for it"
+	}
+	var notes []string
+	for _, p := range candidates {
+		mine := calls[:0:0]
+		for _, e := range calls {
+			if e.Path == p.ID {
+				mine = append(mine, e)
+			}
+		}
+		seenSteps := map[string]bool{}
+		for _, s := range p.States {
+			if s.At.After(t.Add(slack)) {
+				break
+			}
+			fp := stepsString(s.Spec.Steps)
+			if !seenSteps[fp] {
+				seenSteps[fp] = true
+				if j := chain(s.Spec.Steps, mine, dt, t); j != "" {
+					return j, ""
+				}
+			}
+			if d := s.Spec.Deadline; d != nil && s.Spec.OnDeadline == teardownv1alpha1.DeadlineRelease && !t.Before(dt.Add(d.Duration-time.Second)) {
+				return "deadline Release", ""
+			}
+		}
+		if del, ok := p.deletedAt(); ok && !del.After(t.Add(slack)) {
+			release := false
+			for _, s := range p.States {
+				if !s.At.After(t) && s.Spec.OnPolicyDeletion == teardownv1alpha1.PolicyDeletionRelease {
+					release = true
+				}
+			}
+			if release {
+				if ns, _ := c.h.nsAt(o.NS, t.Add(-slack)); ns.Deleting {
+					notes = append(notes, fmt.Sprintf("%s was deleted with onPolicyDeletion Release, but namespace %s was being deleted", p.ID, o.NS))
+				} else {
+					return "onPolicyDeletion Release", ""
+				}
+			}
+		}
+		notes = append(notes, fmt.Sprintf("%s: no complete run of its steps, no Release rule met (%s)", p.ID, c.policyString(p)))
+	}
+	return "", strings.Join(notes, "; ")
+}
+
+// chain says whether the calls show steps run to the end in order after
+// start and before t ("cleanup succeeded"), or a step that failed
+// definitively (Failure, or its timeout) under onFailure Release.
+func chain(steps []teardownv1alpha1.Step, calls []ledgerEntry, start, t time.Time) string {
+	cur := start
+	for _, s := range steps {
+		next := time.Time{}
+		for _, e := range calls {
+			if e.Step != s.Name || e.At.Before(cur) || e.At.After(t) {
+				continue
+			}
+			switch e.answered() {
+			case "Success":
+			case "Failure":
+				switch s.OnFailure {
+				case teardownv1alpha1.FailureRelease:
+					return "onFailure Release (Failure)"
+				case teardownv1alpha1.FailureContinue:
+				default:
+					continue
+				}
+			default:
+				continue
+			}
+			next = e.At
+			break
+		}
+		if s.Timeout != nil {
+			end := cur.Add(s.Timeout.Duration - time.Second)
+			if !end.After(t) && (next.IsZero() || end.Before(next)) {
+				switch s.OnFailure {
+				case teardownv1alpha1.FailureRelease:
+					return "onFailure Release (timeout)"
+				case teardownv1alpha1.FailureContinue:
+					next = end
+				}
+			}
+		}
+		if next.IsZero() {
+			return ""
+		}
+		cur = next
+	}
+	return "cleanup succeeded"
+}
+
+// judgeLive: a key leaves an object that is not being deleted only where
+// Teardown attached it (the controller added it, or the object carries an
+// attached record bound to its UID), and only when no policy in force with
+// that key selects the object any more (it stopped matching, the key was
+// retired, the policy was deleted), within the last few seconds; and, for
+// a policy's deletion, not in a namespace being deleted.
+func (c *checker) judgeLive(o *objHist, i int, key string) (string, string) {
+	prev, t := o.States[i-1], o.States[i].At
+	attached := prev.CM.Annotations["attached.finalizer.teardown.dev/"+annotationName(key)] == string(o.UID)
+	if !attached {
+		for j := i - 1; j >= 0; j-- {
+			s := o.States[j]
+			if !slices.Contains(s.CM.Finalizers, key) {
+				break
+			}
+			if j == 0 || !slices.Contains(o.States[j-1].CM.Finalizers, key) {
+				attached = !c.facts.TenantWrites[s.CM.ResourceVersion]
+			}
+		}
+	}
+	if !attached {
+		return "", "the key was written by the object's tenant (a manifest's or an UPDATE's), not attached by Teardown"
+	}
+	for _, at := range c.checkTimes(o, t) {
+		os, _ := stateAt(o.States, at, func(s objState) time.Time { return s.At })
+		ns, _ := c.h.nsAt(o.NS, at)
+		held, deletedOnly := false, false
+		for _, p := range c.h.pols {
+			s, ok := stateAt(p.States, at, func(s polState) time.Time { return s.At })
+			if !ok || s.Gone || !s.Ready || p.key(s.Spec) != key || !p.selects(s.Spec, o.NS, os.CM.Labels, ns.Labels) {
+				continue
+			}
+			if s.Deleting {
+				deletedOnly = true
+				continue
+			}
+			held = true
+		}
+		if held {
+			continue
+		}
+		if deletedOnly && ns.Deleting {
+			return "", "released because its policy was deleted, in namespace " + o.NS + ", which was being deleted"
+		}
+		return "live release (no policy in force selects it under this key)", ""
+	}
+	return "", "a policy in force with this key selected the object throughout the last " + (5 * time.Second).String()
+}
+
+// checkTimes are the moments of the few seconds before t at which anything
+// the live rule reads changed, and t itself.
+func (c *checker) checkTimes(o *objHist, t time.Time) []time.Time {
+	from := t.Add(-5 * time.Second)
+	out := []time.Time{t}
+	add := func(at time.Time) {
+		if at.After(from) && at.Before(t) {
+			out = append(out, at)
+		}
+	}
+	for _, s := range o.States {
+		add(s.At)
+	}
+	for _, s := range c.h.nss[o.NS] {
+		add(s.At)
+	}
+	for _, p := range c.h.pols {
+		for _, s := range p.States {
+			add(s.At)
+		}
+	}
+	return out
+}
+
+func fmtTime(t time.Time, ok bool) string {
+	if !ok {
+		return "never"
+	}
+	return t.Format(time.StampMilli)
+}

@@ -1,0 +1,241 @@
+/*
+Copyright 2026 The Teardown Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package chaos_test
+
+import (
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	klabels "k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+
+	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+)
+
+// This file turns the recorded watch events into histories the checker
+// reads: each ConfigMap's, policy's and namespace's states in the order
+// the API server wrote them, each with the time the watch delivered it.
+// Nothing here knows how the controller decides; it only reads the API.
+
+// forever closes the last state of something that is still there.
+var forever = time.Unix(1<<40, 0)
+
+type objState struct {
+	At   time.Time
+	Gap  bool
+	Gone bool
+	CM   *corev1.ConfigMap
+}
+
+type objHist struct {
+	UID      types.UID
+	NS, Name string
+	States   []objState
+}
+
+// deletionStart is the object's deletionTimestamp (to the second), or the
+// zero time if none was seen.
+func (o *objHist) deletionStart() time.Time {
+	for _, s := range o.States {
+		if s.CM.DeletionTimestamp != nil {
+			return s.CM.DeletionTimestamp.Time
+		}
+	}
+	return time.Time{}
+}
+
+type polState struct {
+	At       time.Time
+	Gone     bool
+	Deleting bool
+	Ready    bool
+	Spec     teardownv1alpha1.TeardownPolicySpec
+	Status   teardownv1alpha1.TeardownPolicyStatus
+	Gen      int64
+}
+
+type polHist struct {
+	ID, Kind, NS, Name string
+	UID                types.UID
+	States             []polState
+}
+
+// key is the finalizer key of a spec: its own, or the policy's default.
+func (p *polHist) key(s teardownv1alpha1.TeardownPolicySpec) string {
+	if s.Finalizer != "" {
+		return s.Finalizer
+	}
+	if p.Kind == "ClusterTeardownPolicy" {
+		return "teardown.dev/" + p.Name
+	}
+	return p.NS + ".teardown.dev/" + p.Name
+}
+
+// deletedAt is when the policy was first seen being deleted.
+func (p *polHist) deletedAt() (time.Time, bool) {
+	for _, s := range p.States {
+		if s.Deleting || s.Gone {
+			return s.At, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// readyBy says whether the policy was seen Ready=True at or before t.
+func (p *polHist) readyBy(t time.Time) bool {
+	for _, s := range p.States {
+		if s.At.After(t) {
+			break
+		}
+		if s.Ready {
+			return true
+		}
+	}
+	return false
+}
+
+type nsState struct {
+	At       time.Time
+	Labels   map[string]string
+	Deleting bool
+	Gone     bool
+}
+
+// history is everything the watches saw of one run.
+type history struct {
+	objs map[types.UID]*objHist
+	pols map[string]*polHist // by policyID; names are never reused in a run
+	nss  map[string][]nsState
+	evts []record
+}
+
+func buildHistory(recs []record, inRun map[string]bool) *history {
+	h := &history{objs: map[types.UID]*objHist{}, pols: map[string]*polHist{}, nss: map[string][]nsState{}}
+	for _, r := range recs {
+		gone := r.Type == watch.Deleted
+		switch o := r.Obj.(type) {
+		case *corev1.ConfigMap:
+			if !inRun[o.Namespace] {
+				continue
+			}
+			oh := h.objs[o.UID]
+			if oh == nil {
+				oh = &objHist{UID: o.UID, NS: o.Namespace, Name: o.Name}
+				h.objs[o.UID] = oh
+			}
+			oh.States = append(oh.States, objState{At: r.At, Gap: r.Gap, Gone: gone, CM: o})
+		case *corev1.Namespace:
+			if inRun[o.Name] {
+				h.nss[o.Name] = append(h.nss[o.Name], nsState{At: r.At, Labels: o.Labels, Deleting: o.DeletionTimestamp != nil, Gone: gone})
+			}
+		case *corev1.Event:
+			if inRun[o.Namespace] {
+				h.evts = append(h.evts, r)
+			}
+		case *teardownv1alpha1.TeardownPolicy:
+			if inRun[o.Namespace] {
+				h.addPolicy(r, "TeardownPolicy", o.ObjectMeta, o.Spec, o.Status)
+			}
+		case *teardownv1alpha1.ClusterTeardownPolicy:
+			h.addPolicy(r, "ClusterTeardownPolicy", o.ObjectMeta, o.Spec, o.Status)
+		}
+	}
+	return h
+}
+
+func (h *history) addPolicy(r record, kind string, om metav1.ObjectMeta, spec teardownv1alpha1.TeardownPolicySpec, st teardownv1alpha1.TeardownPolicyStatus) {
+	id := policyID(kind, om.Namespace, om.Name)
+	p := h.pols[id]
+	if p == nil || p.UID != om.UID {
+		p = &polHist{ID: id, Kind: kind, NS: om.Namespace, Name: om.Name, UID: om.UID}
+		h.pols[id] = p
+	}
+	p.States = append(p.States, polState{At: r.At, Gone: r.Type == watch.Deleted, Deleting: om.DeletionTimestamp != nil,
+		Ready: meta.IsStatusConditionTrue(st.Conditions, teardownv1alpha1.ReadyCondition), Spec: spec, Status: st, Gen: om.Generation})
+}
+
+// nsAt is the namespace's state at t (ok false before the first).
+func (h *history) nsAt(ns string, t time.Time) (nsState, bool) {
+	var cur nsState
+	ok := false
+	for _, s := range h.nss[ns] {
+		if s.At.After(t) {
+			break
+		}
+		cur, ok = s, true
+	}
+	return cur, ok
+}
+
+// selects says whether a policy state with this kind, namespace and name
+// selects a ConfigMap with these labels in a namespace with nsLabels.
+func (p *polHist) selects(s teardownv1alpha1.TeardownPolicySpec, ns string, objLabels, nsLabels map[string]string) bool {
+	if p.Kind == "TeardownPolicy" && p.NS != ns {
+		return false
+	}
+	for _, t := range s.Targets {
+		if t.APIVersion != "v1" || t.Kind != "ConfigMap" || t.Selector == nil {
+			continue
+		}
+		sel, err := metav1.LabelSelectorAsSelector(t.Selector)
+		if err != nil || !sel.Matches(klabels.Set(objLabels)) {
+			continue
+		}
+		if t.NamespaceSelector != nil && p.Kind == "ClusterTeardownPolicy" {
+			nsSel, err := metav1.LabelSelectorAsSelector(t.NamespaceSelector)
+			if err != nil || !nsSel.Matches(klabels.Set(nsLabels)) {
+				continue
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// firstSelected is the earliest time at which policy p, with key key,
+// selected object o (by their states and its namespace's), or false.
+func (h *history) firstSelected(p *polHist, o *objHist, key string) (time.Time, bool) {
+	var times []time.Time
+	for _, s := range p.States {
+		times = append(times, s.At)
+	}
+	for _, s := range o.States {
+		times = append(times, s.At)
+	}
+	for _, s := range h.nss[o.NS] {
+		times = append(times, s.At)
+	}
+	sort.Slice(times, func(i, j int) bool { return times[i].Before(times[j]) })
+	for _, t := range times {
+		ps, ok1 := stateAt(p.States, t, func(s polState) time.Time { return s.At })
+		os, ok2 := stateAt(o.States, t, func(s objState) time.Time { return s.At })
+		ns, ok3 := h.nsAt(o.NS, t)
+		if !ok1 || !ok2 || !ok3 || ps.Gone || os.Gone {
+			continue
+		}
+		if p.key(ps.Spec) == key && p.selects(ps.Spec, o.NS, os.CM.Labels, ns.Labels) {
+			return t, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// stateAt returns the last state at or before t.
+func stateAt[S any](states []S, t time.Time, at func(S) time.Time) (S, bool) {
+	var cur S
+	ok := false
+	for _, s := range states {
+		if at(s).After(t) {
+			break
+		}
+		cur, ok = s, true
+	}
+	return cur, ok
+}

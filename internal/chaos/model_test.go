@@ -1,0 +1,351 @@
+/*
+Copyright 2026 The Teardown Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package chaos_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/testenv"
+	"github.com/teardown-dev/teardown/internal/testenv/procctl"
+)
+
+// modelRun is one seed's run: the generator's state and the harness.
+type modelRun struct {
+	t     *testing.T
+	rng   *rand.Rand
+	seed  uint64
+	run   string
+	hooks *modelHooks
+
+	platform     string
+	tenants      []string
+	namespaces   []string // every namespace of the run, deleted ones too
+	objs         []*genObj
+	pols         []*genPol
+	seq          int
+	genWrites    map[string]bool // resourceVersions of the generator's ConfigMap writes
+	behaviourSet map[string]bool
+
+	main     *procctl.Controller
+	replicas []*procctl.Controller
+	counts   map[string]int
+	refused  int
+	log      []string
+	start    time.Time
+}
+
+func (m *modelRun) next() int { m.seq++; return m.seq }
+
+func (m *modelRun) logf(format string, args ...any) {
+	m.log = append(m.log, fmt.Sprintf("+%6.1fs ", time.Since(m.start).Seconds())+fmt.Sprintf(format, args...))
+}
+
+// TestModel is a randomized model test of the contract (docs/chaos.md): a
+// seeded generator drives policies, objects, tenants' records, namespace
+// deletions, controller kills and kube-apiserver restarts; an independent
+// checker reads every watch event and the receivers' ledger and fails on
+// any finalizer removal the contract does not justify, any webhook call on
+// an object its policy never selected, a teardown two policies ran, a
+// message that names another namespace's object, and any owed cleanup,
+// policy or worker that does not finish once everything is healthy.
+//
+// TEARDOWN_MODEL_SEED picks the first seed (1 by default),
+// TEARDOWN_MODEL_SEEDS how many seeds from it (1), TEARDOWN_MODEL_STEPS the
+// steps per seed (100).
+func TestModel(t *testing.T) {
+	first := uint64(envInt("TEARDOWN_MODEL_SEED", 1))
+	seeds := int(envInt("TEARDOWN_MODEL_SEEDS", 1))
+	steps := int(envInt("TEARDOWN_MODEL_STEPS", 100))
+	var total modelFigures
+	for i := range seeds {
+		seed := first + uint64(i)
+		t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) {
+			f := runModel(t, seed, steps, fmt.Sprintf("r%d", i))
+			total.add(f)
+		})
+	}
+	t.Logf("MODEL FIGURES: %d seeds from %d, %d steps each\n%s", seeds, first, steps, total.String())
+}
+
+func runModel(t *testing.T, seed uint64, steps int, run string) modelFigures {
+	t.Logf("seed %d, %d steps: TEARDOWN_MODEL_SEED=%d TEARDOWN_MODEL_STEPS=%d replays the schedule", seed, steps, seed, steps)
+	m := &modelRun{t: t, rng: rand.New(rand.NewPCG(seed, 0x7ea2d0)), seed: seed, run: run,
+		genWrites: map[string]bool{}, behaviourSet: map[string]bool{}, counts: map[string]int{}}
+	m.hooks = newModelHooks(t)
+	ctx := context.Background()
+
+	wc, err := client.NewWithWatch(cfg, client.Options{Scheme: k8s.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := newRecorder()
+	recCtx, stopRec := context.WithCancel(ctx)
+	recDone := rec.start(recCtx, modelSources(wc))
+	defer func() { stopRec(); <-recDone }()
+
+	m.platform = newNamespace(t)
+	m.namespaces = append(m.namespaces, m.platform)
+	if err := m.setTier(ctx, m.platform, "platform"); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		m.tenants = append(m.tenants, m.newTenant(ctx))
+	}
+	t.Cleanup(m.removeClusterPolicies)
+	m.main = startController(t, "controller", "--status-interval=5s")
+	m.start = time.Now()
+
+	m.generate(ctx, steps)
+
+	m.logf("generator done; every receiver answers Success from now on")
+	m.hooks.heal()
+	for _, r := range m.replicas {
+		_ = r.Kill()
+	}
+	if !m.main.Running() {
+		if err := m.main.Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	live := m.liveness(ctx)
+	time.Sleep(2 * time.Second) // the watches deliver the last events
+	stopRec()
+	<-recDone
+	recs, relists := rec.snapshot()
+	c := newChecker(m.facts(), recs, m.hooks.entries())
+	c.check()
+	c.violations = append(c.violations, live...)
+	f := c.figures(steps, m, relists)
+
+	t.Logf("seed %d: %s", seed, f.String())
+	path := filepath.Join(logDir(t), fmt.Sprintf("model-seed-%d.log", seed))
+	_ = os.WriteFile(path, []byte(strings.Join(m.log, "\n")+"\n\nVIOLATIONS\n"+strings.Join(c.violations, "\n\n")+"\n"), 0o644)
+	if len(c.violations) > 0 {
+		t.Logf("step log and every violation: %s; last steps:\n%s", path, strings.Join(first(m.log[max(0, len(m.log)-40):], 40), "\n"))
+		for _, v := range first(c.violations, 25) {
+			t.Errorf("seed %d: %s", seed, v)
+		}
+	}
+	return f
+}
+
+// generate runs the steps, with controller kills, kube-apiserver restarts
+// and a phase of two replicas under leader election among them.
+func (m *modelRun) generate(ctx context.Context, steps int) {
+	acts := m.actions()
+	var sum float64
+	for _, a := range acts {
+		sum += a.weight
+	}
+	nextKill := 8 + m.rng.IntN(20)
+	apiAt, leAt := map[int]bool{}, map[int]bool{}
+	for block := 0; block < steps; block += 250 {
+		n := min(250, steps-block)
+		if n >= 50 {
+			apiAt[block+10+m.rng.IntN(n-20)] = true
+		}
+		if n >= 120 {
+			leAt[block+20+m.rng.IntN(n-60)] = true
+		}
+	}
+	leEnd := -1
+	for step := range steps {
+		switch {
+		case step == leEnd:
+			m.endLeaderElection()
+		case leAt[step]:
+			leEnd = step + 30
+			m.startLeaderElection()
+		case step == leEnd-15 && leEnd > 0:
+			m.killLeader()
+		case apiAt[step]:
+			down := time.Duration(1+m.rng.IntN(3)) * time.Second
+			m.logf("kube-apiserver SIGKILL, down %s", down)
+			if err := env.RestartAPIServer(testenv.APIServerRestart{Down: down}); err != nil {
+				m.t.Fatalf("restarting kube-apiserver: %v", err)
+			}
+			m.counts["apiserver-restart"]++
+			m.logf("kube-apiserver ready")
+		case step >= nextKill && leEnd < step:
+			m.restartController()
+			nextKill = step + 10 + m.rng.IntN(20)
+		}
+		r := m.rng.Float64() * sum
+		for _, a := range acts {
+			if r -= a.weight; r > 0 {
+				continue
+			}
+			desc, err := a.do(ctx)
+			m.counts[a.name]++
+			if err != nil {
+				m.refused++
+				desc += " (refused: " + shortErr(err) + ")"
+			}
+			m.logf("%4d %s", step, desc)
+			break
+		}
+		time.Sleep(time.Duration(30+m.rng.IntN(270)) * time.Millisecond)
+	}
+}
+
+func (m *modelRun) restartController() {
+	if m.rng.Float64() < 0.8 {
+		_ = m.main.Kill()
+		m.logf("controller SIGKILL")
+	} else {
+		_ = m.main.Stop(10 * time.Second)
+		m.logf("controller SIGTERM")
+	}
+	m.counts["controller-kill"]++
+	time.Sleep(time.Duration(m.rng.IntN(500)) * time.Millisecond)
+	if err := m.main.Start(); err != nil {
+		m.t.Fatalf("starting the controller: %v", err)
+	}
+}
+
+// startLeaderElection replaces the controller by two replicas with leader
+// election (their Lease in the platform namespace).
+func (m *modelRun) startLeaderElection() {
+	_ = m.main.Kill()
+	m.counts["controller-kill"]++
+	if m.replicas == nil {
+		m.replicas = []*procctl.Controller{
+			newController(m.t, "replica-1", m.platform, "--status-interval=5s"),
+			newController(m.t, "replica-2", m.platform, "--status-interval=5s"),
+		}
+	}
+	for _, r := range m.replicas {
+		if err := r.Start(); err != nil {
+			m.t.Fatalf("starting %s: %v", r.Name(), err)
+		}
+	}
+	m.counts["leader-election"]++
+	m.logf("controller SIGKILL; two replicas with leader election")
+}
+
+func (m *modelRun) killLeader() {
+	for _, r := range m.replicas {
+		if r.Running() && r.IsLeader() {
+			_ = r.Kill()
+			m.counts["controller-kill"]++
+			m.logf("SIGKILL the leader %s", r.Name())
+			return
+		}
+	}
+	m.logf("no leader yet to kill")
+}
+
+func (m *modelRun) endLeaderElection() {
+	for _, r := range m.replicas {
+		_ = r.Kill()
+	}
+	if err := m.main.Start(); err != nil {
+		m.t.Fatalf("starting the controller: %v", err)
+	}
+	m.logf("replicas SIGKILLed; the single controller again")
+}
+
+// removeClusterPolicies deletes the run's ClusterTeardownPolicies once its
+// controllers are gone, so that no later run inherits them.
+func (m *modelRun) removeClusterPolicies() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	list := &teardownv1alpha1.ClusterTeardownPolicyList{}
+	if err := k8s.List(ctx, list); err != nil {
+		return
+	}
+	for i := range list.Items {
+		p := &list.Items[i]
+		if !strings.HasPrefix(p.Name, "cp-"+m.run+"-") && !strings.HasPrefix(p.Name, "probe-"+m.run) {
+			continue
+		}
+		_ = k8s.Patch(ctx, p, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
+		_ = k8s.Delete(ctx, p)
+	}
+}
+
+// facts is what the checker may know beside the API and the ledger: which
+// namespaces belong to the run, and which ConfigMap writes were the
+// generator's (a tenant's or an operator's, never the controller's).
+func (m *modelRun) facts() modelFacts {
+	return modelFacts{Namespaces: m.namespaces, TenantWrites: m.genWrites}
+}
+
+func shortErr(err error) string {
+	s := err.Error()
+	if len(s) > 120 {
+		s = s[:120] + "…"
+	}
+	return s
+}
+
+// modelFigures are what a run did and found.
+type modelFigures struct {
+	Seeds, Steps, Removals, Calls, Kills, APIRestarts, LeaderElections, Relists int
+	ByJustification                                                             map[string]int
+	ByRule                                                                      map[string]int
+}
+
+func (f *modelFigures) add(o modelFigures) {
+	f.Seeds += o.Seeds
+	f.Steps += o.Steps
+	f.Removals += o.Removals
+	f.Calls += o.Calls
+	f.Kills += o.Kills
+	f.APIRestarts += o.APIRestarts
+	f.LeaderElections += o.LeaderElections
+	f.Relists += o.Relists
+	for _, m := range []struct{ dst, src *map[string]int }{{&f.ByJustification, &o.ByJustification}, {&f.ByRule, &o.ByRule}} {
+		if *m.dst == nil {
+			*m.dst = map[string]int{}
+		}
+		for k, v := range *m.src {
+			(*m.dst)[k] += v
+		}
+	}
+}
+
+func (f modelFigures) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "  seeds %d, steps run %d, webhook calls %d, controller kills %d, kube-apiserver restarts %d, leader-election phases %d, watch relists %d\n",
+		f.Seeds, f.Steps, f.Calls, f.Kills, f.APIRestarts, f.LeaderElections, f.Relists)
+	fmt.Fprintf(&b, "  removals checked %d: %s\n", f.Removals, mapString(f.ByJustification))
+	total := 0
+	for _, v := range f.ByRule {
+		total += v
+	}
+	fmt.Fprintf(&b, "  violations %d: %s", total, mapString(f.ByRule))
+	return b.String()
+}
+
+func mapString(m map[string]int) string {
+	var keys []string
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, k+" "+strconv.Itoa(m[k]))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
