@@ -193,8 +193,9 @@ $(HELM): hack/tools/helm/go.mod hack/tools/helm/go.sum hack/helm.sh
 helm: $(HELM) ## Build helm (pinned in hack/tools/helm/go.mod) into bin/helm.
 
 .PHONY: chart
-chart: ## Write the generated part of charts/teardown (CRDs, RBAC, admission policies, monitoring, dashboard) from config/.
+chart: ## Write the generated part of charts/teardown (CRDs, RBAC, admission policies, monitoring, dashboard) from config/, and its values.schema.json.
 	$(GO) run ./hack/chart >/dev/null
+	$(GO) -C hack/tools/chartschema run . -out $(CURDIR)/charts/teardown/values.schema.json
 
 .PHONY: verify
 verify: ## Fail if code is unformatted, vet complains, go.mod is untidy or generated files are stale.

@@ -11,7 +11,7 @@ if [[ -n "$unformatted" ]]; then
 	fail=1
 fi
 go vet ./...
-for mod in . hack/tools hack/tools/controller-gen hack/tools/helm hack/tools/image; do
+for mod in . hack/tools hack/tools/chartschema hack/tools/controller-gen hack/tools/helm hack/tools/image; do
 	(cd "$mod" && cp go.mod /tmp/verify.go.mod && cp go.sum /tmp/verify.go.sum && go mod tidy &&
 		if ! cmp -s go.mod /tmp/verify.go.mod || ! cmp -s go.sum /tmp/verify.go.sum; then
 			echo "go mod tidy changed $mod/go.mod or go.sum" >&2
@@ -26,7 +26,8 @@ if [[ -n "$missing" ]]; then
 	fail=1
 fi
 # Generated files must be what the generators make of the tree; the chart's
-# CRDs, RBAC, admission policies and monitoring come from config/ (make chart).
+# CRDs, RBAC, admission policies and monitoring come from config/, and its
+# values.schema.json from hack/tools/chartschema (make chart).
 make -s generate manifests chart
 generated=(api config/crd config/rbac charts/teardown)
 if ! git diff --exit-code --stat -- "${generated[@]}" || [[ -n "$(git ls-files --others --exclude-standard -- "${generated[@]}")" ]]; then

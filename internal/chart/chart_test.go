@@ -338,8 +338,14 @@ func TestLintAndTemplateNonDefaults(t *testing.T) {
 
 	// Monitoring: the objects of config/monitoring with the release's
 	// namespace and the values' labels; the dashboard for Grafana's sidecar.
-	for _, m := range []struct{ kind, file string }{{"ServiceMonitor", "servicemonitor.yaml"}, {"PodMonitor", "podmonitor.yaml"}, {"PrometheusRule", "prometheusrule.yaml"}} {
-		got := find(objs, m.kind, "teardown-controller")
+	// One monitor at a time (templates/validate.yaml): the PodMonitor from a
+	// rendering of its own.
+	podMonitorObjs := render(t, "-f", nonDefault, "--set", "serviceMonitor.enabled=false", "--set", "podMonitor.enabled=true")
+	for _, m := range []struct {
+		kind, file string
+		objs       []map[string]any
+	}{{"ServiceMonitor", "servicemonitor.yaml", objs}, {"PodMonitor", "podmonitor.yaml", podMonitorObjs}, {"PrometheusRule", "prometheusrule.yaml", objs}} {
+		got := find(m.objs, m.kind, "teardown-controller")
 		want := readConfig(t, "config/monitoring/"+m.file)[0]
 		if got == nil {
 			t.Errorf("no %s", m.kind)

@@ -345,6 +345,7 @@ func (c *cluster) playUninstallHook(ctl *procctl.Controller) *batchv1.Job {
 func (c *cluster) installUninstallWithoutHook() {
 	t := c.t
 	c.helm("install", releaseName, chart.Dir, "-n", releaseNS, "-f", nonDefault)
+	c.upgradeKeepsWebhookCertificate("-f", nonDefault)
 	if err := c.admin.Get(t.Context(), client.ObjectKey{Name: "teardown-controller-targets-values"}, &rbacv1.ClusterRole{}); err != nil {
 		t.Fatalf("the targetRules ClusterRole: %v", err)
 	}

@@ -38,3 +38,15 @@ teardown-controller-webhook
 {{- define "teardown.webhookSecretName" -}}
 teardown-controller-webhook-tls
 {{- end }}
+
+{{/* podDisruptionBudget.minAvailable as text; empty when unset or null. */}}
+{{- define "teardown.pdbMinAvailable" -}}
+{{- $v := .Values.podDisruptionBudget.minAvailable -}}
+{{- if not (kindIs "invalid" $v) }}{{ $v }}{{ end -}}
+{{- end }}
+
+{{/* podDisruptionBudget.maxUnavailable as text; empty when unset or null. */}}
+{{- define "teardown.pdbMaxUnavailable" -}}
+{{- $v := .Values.podDisruptionBudget.maxUnavailable -}}
+{{- if not (kindIs "invalid" $v) }}{{ $v }}{{ end -}}
+{{- end }}
