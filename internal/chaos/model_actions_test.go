@@ -203,7 +203,7 @@ func (m *modelRun) editPolicy(ctx context.Context) (string, error) {
 		case r < 0.5:
 			s.Targets[0].Selector, what = m.selector(), "selector"
 			if p.Kind == "ClusterTeardownPolicy" && m.rng.Float64() < 0.5 {
-				s.Targets[0].NamespaceSelector, what = nil, "selector and namespaceSelector"
+				s.Targets[0].NamespaceSelector, what = m.namespaceSelector(), "selector and namespaceSelector"
 			}
 		case r < 0.75:
 			s.Steps, what = m.steps(p), "steps"

@@ -28,6 +28,8 @@ const slack = 2 * time.Second
 type modelFacts struct {
 	Namespaces   []string
 	TenantWrites map[string]bool // resourceVersions of ConfigMap writes by the generator
+	// Grep returns controller log lines that mention a name, for evidence.
+	Grep func(name string) []string
 }
 
 type checker struct {
@@ -103,7 +105,7 @@ func (c *checker) checkCalls() {
 			}
 			if at, ok := c.h.firstSelected(p, o, e.Finalizer); !ok || at.After(e.At.Add(slack)) {
 				c.violate("call-on-an-object-never-selected", "%s called its receiver (step %s, key %s) for %s/%s, which it never selected under that key before the call (first selected: %v)\n  %s\n  records: %s",
-					e.Path, e.Step, e.Finalizer, o.NS, o.Name, fmtTime(at, ok), c.policyString(p), c.recordsString(o))
+					e.Path, e.Step, e.Finalizer, o.NS, o.Name, fmtTime(at, ok), c.policyString(p), c.recordsString(o, -1))
 			}
 		}
 	}
@@ -140,8 +142,9 @@ func (c *checker) checkRemovals(o *objHist) {
 			if deleting {
 				rule = "unjustified-removal"
 			}
-			c.violate(rule, "%s removed from %s/%s (uid %s) at %s%s: %s\n  object: %s\n  ledger: %s",
-				k, o.NS, o.Name, o.UID, next.At.Format(time.StampMilli), gap, why, c.statesString(o, i), c.ledgerString(c.callsBefore(o.UID, k, next.At), 10))
+			c.violate(rule, "%s removed from %s/%s (uid %s) at %s%s: %s\n  object: %s\n  ledger: %s\n  policies with this key: %s%s",
+				k, o.NS, o.Name, o.UID, next.At.Format(time.StampMilli), gap, why, c.statesString(o, i), c.ledgerString(c.callsBefore(o.UID, k, next.At), 10),
+				c.policiesWithKey(k, next.At), c.logEvidence(o.Name))
 		}
 	}
 }
@@ -274,14 +277,19 @@ func chain(steps []teardownv1alpha1.Step, calls []ledgerEntry, start, t time.Tim
 	return "cleanup succeeded"
 }
 
-// judgeLive: a key leaves an object that is not being deleted only where
-// Teardown attached it (the controller added it, or the object carries an
-// attached record bound to its UID), and only when no policy in force with
-// that key selects the object any more (it stopped matching, the key was
-// retired, the policy was deleted), within the last few seconds; and, for
-// a policy's deletion, not in a namespace being deleted.
+// judgeLive: a key leaves an object that is not being deleted when the
+// policy whose key it is, selecting the object, is being deleted (outside a
+// namespace being deleted); otherwise only where Teardown attached it (the
+// controller added it, or the object carries an attached record bound to
+// its UID), and only when no policy in force with that key selects the
+// object any more (it stopped matching, the key was retired, the policy was
+// deleted), within a few seconds of the removal; and, for a policy's
+// deletion, not in a namespace being deleted.
 func (c *checker) judgeLive(o *objHist, i int, key string) (string, string) {
 	prev, t := o.States[i-1], o.States[i].At
+	if c.releasedByDeletion(o, key, t) {
+		return "live release (its policy was deleted)", ""
+	}
 	attached := prev.CM.Annotations["attached.finalizer.teardown.dev/"+annotationName(key)] == string(o.UID)
 	if !attached {
 		for j := i - 1; j >= 0; j-- {
@@ -323,13 +331,34 @@ func (c *checker) judgeLive(o *objHist, i int, key string) (string, string) {
 	return "", "a policy in force with this key selected the object throughout the last " + (5 * time.Second).String()
 }
 
-// checkTimes are the moments of the few seconds before t at which anything
-// the live rule reads changed, and t itself.
+// releasedByDeletion: a policy being deleted releases its own key from the
+// live objects it selects, a Declared key included (docs/controller.md,
+// "When a policy is deleted"), except in a namespace being deleted.
+func (c *checker) releasedByDeletion(o *objHist, key string, t time.Time) bool {
+	for _, at := range c.checkTimes(o, t) {
+		os, _ := stateAt(o.States, at, func(s objState) time.Time { return s.At })
+		ns, _ := c.h.nsAt(o.NS, at)
+		if ns.Deleting {
+			continue
+		}
+		for _, p := range c.h.pols {
+			s, ok := stateAt(p.States, at, func(s polState) time.Time { return s.At })
+			if ok && s.Deleting && p.key(s.Spec) == key && p.selects(s.Spec, o.NS, os.CM.Labels, ns.Labels) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// checkTimes are the moments of the few seconds around t at which anything
+// the live rule reads changed, and t itself: the cause may reach our watch
+// of policies after the removal reached our watch of objects.
 func (c *checker) checkTimes(o *objHist, t time.Time) []time.Time {
-	from := t.Add(-5 * time.Second)
+	from, to := t.Add(-5*time.Second), t.Add(slack)
 	out := []time.Time{t}
 	add := func(at time.Time) {
-		if at.After(from) && at.Before(t) {
+		if at.After(from) && at.Before(to) {
 			out = append(out, at)
 		}
 	}
@@ -345,6 +374,54 @@ func (c *checker) checkTimes(o *objHist, t time.Time) []time.Time {
 		}
 	}
 	return out
+}
+
+// owedNotFinished reports a cleanup still owed once everything was healthy
+// for owedBound, with the object's history and the ledger.
+func (c *checker) owedNotFinished(k owedKey) {
+	o := c.h.objs[k.UID]
+	states := "never seen by the watch"
+	if o != nil {
+		states = c.statesString(o, len(o.States)-1)
+	}
+	var last time.Time
+	calls := c.byKey[string(k.UID)+"/"+k.Key]
+	if len(calls) > 0 {
+		last = calls[len(calls)-1].At
+	}
+	c.violate("liveness-owed-teardown-not-finished", "%s/%s key %s still there %s after every receiver answered Success (%s); last call %v\n  object: %s\n  ledger: %s\n  policies with this key: %s%s",
+		k.NS, k.Name, k.Key, owedBound, k.Why, fmtTime(last, !last.IsZero()), states, c.ledgerString(calls, 8), c.policiesWithKey(k.Key, forever), c.logEvidence(k.Name))
+}
+
+// policiesWithKey describes every policy that had key at some time up to t.
+func (c *checker) policiesWithKey(key string, t time.Time) string {
+	var out []string
+	for _, p := range c.h.pols {
+		for _, s := range p.States {
+			if !s.At.After(t.Add(slack)) && p.key(s.Spec) == key {
+				out = append(out, c.policyString(p))
+				break
+			}
+		}
+	}
+	if len(out) == 0 {
+		return "none"
+	}
+	return "\n    " + strings.Join(out, "\n    ")
+}
+
+// logEvidence is what the controllers logged about the object, if the
+// harness gave the checker their logs (evidence only: nothing is decided
+// from it).
+func (c *checker) logEvidence(name string) string {
+	if c.facts.Grep == nil {
+		return ""
+	}
+	lines := c.facts.Grep(name)
+	if len(lines) == 0 {
+		return ""
+	}
+	return "\n  controller log:\n    " + strings.Join(lines, "\n    ")
 }
 
 func fmtTime(t time.Time, ok bool) string {

@@ -73,6 +73,16 @@ func (m *modelRun) selector() *metav1.LabelSelector {
 	}
 }
 
+// namespaceSelector keeps a cluster policy to the run's namespaces (a run
+// never sees another's objects), half the time to one tier of them.
+func (m *modelRun) namespaceSelector() *metav1.LabelSelector {
+	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"model-run": m.run}}
+	if m.rng.Float64() < 0.5 {
+		sel.MatchLabels["tier"] = pick(m.rng, tiers)
+	}
+	return sel
+}
+
 // keyFor picks a policy's key: its default most often, else one that
 // collides with a namesake's, a cluster policy's or another operator's.
 func (m *modelRun) keyFor(p *genPol) string {
@@ -100,8 +110,8 @@ func (m *modelRun) policySpec(p *genPol) teardownv1alpha1.TeardownPolicySpec {
 		spec.Attach = teardownv1alpha1.AttachDeclared
 	}
 	target := teardownv1alpha1.Target{APIVersion: "v1", Kind: "ConfigMap", Selector: m.selector()}
-	if p.Kind == "ClusterTeardownPolicy" && m.rng.Float64() < 0.5 {
-		target.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"tier": pick(m.rng, tiers)}}
+	if p.Kind == "ClusterTeardownPolicy" {
+		target.NamespaceSelector = m.namespaceSelector()
 	}
 	spec.Targets = []teardownv1alpha1.Target{target}
 	spec.Steps = m.steps(p)
@@ -253,8 +263,8 @@ func (m *modelRun) updatePolicy(ctx context.Context, p *genPol, edit func(*teard
 	})
 }
 
-// nsLabels sets a namespace's tier label.
+// setTier sets a namespace's tier label, and the run's.
 func (m *modelRun) setTier(ctx context.Context, ns, tier string) error {
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{"tier": tier}}})
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{"tier": tier, "model-run": m.run}}})
 	return k8s.Patch(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, client.RawPatch(types.MergePatchType, patch))
 }

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
@@ -32,15 +33,17 @@ const (
 
 func (m *modelRun) liveness(ctx context.Context) []string {
 	var vs []string
-	var owed []string
+	var owed []owedKey
 	start := time.Now()
 	if !poll(owedBound, time.Second, func(ctx context.Context) (bool, error) {
-		owed = m.owed(ctx)
+		now, err := m.owed(ctx)
+		if err != nil {
+			return false, nil
+		}
+		owed = now
 		return len(owed) == 0, nil
 	}) {
-		for _, o := range owed {
-			vs = append(vs, "liveness-owed-teardown-not-finished: "+o)
-		}
+		m.owedLeft = owed
 	}
 	m.logf("owed teardowns done after %s (%d left)", time.Since(start).Round(100*time.Millisecond), len(owed))
 
@@ -72,10 +75,18 @@ func (m *modelRun) liveness(ctx context.Context) []string {
 // owed lists the keys on objects being deleted that the controller owes a
 // cleanup for: a policy in force with that key selects the object, or a
 // policy that still exists started its teardown (its receiver was called).
-func (m *modelRun) owed(ctx context.Context) []string {
+// owedKey is a key an object being deleted still carries although the
+// controller owes it a cleanup.
+type owedKey struct {
+	NS, Name string
+	UID      types.UID
+	Key, Why string
+}
+
+func (m *modelRun) owed(ctx context.Context) ([]owedKey, error) {
 	var pols []*polHist
 	nsLabels := map[string]map[string]string{}
-	var out []string
+	var out []owedKey
 	for _, ns := range m.namespaces {
 		nsObj := &corev1.Namespace{}
 		if err := k8s.Get(ctx, client.ObjectKey{Name: ns}, nsObj); err != nil {
@@ -84,7 +95,7 @@ func (m *modelRun) owed(ctx context.Context) []string {
 		nsLabels[ns] = nsObj.Labels
 		list := &teardownv1alpha1.TeardownPolicyList{}
 		if err := k8s.List(ctx, list, client.InNamespace(ns)); err != nil {
-			return []string{err.Error()}
+			return nil, err
 		}
 		for _, p := range list.Items {
 			pols = append(pols, livePolicy("TeardownPolicy", p.ObjectMeta, p.Spec, p.Status))
@@ -92,7 +103,7 @@ func (m *modelRun) owed(ctx context.Context) []string {
 	}
 	clusterList := &teardownv1alpha1.ClusterTeardownPolicyList{}
 	if err := k8s.List(ctx, clusterList); err != nil {
-		return []string{err.Error()}
+		return nil, err
 	}
 	for _, p := range clusterList.Items {
 		pols = append(pols, livePolicy("ClusterTeardownPolicy", p.ObjectMeta, p.Spec, p.Status))
@@ -101,7 +112,7 @@ func (m *modelRun) owed(ctx context.Context) []string {
 	for ns, lbls := range nsLabels {
 		cms := &corev1.ConfigMapList{}
 		if err := k8s.List(ctx, cms, client.InNamespace(ns)); err != nil {
-			return []string{err.Error()}
+			return nil, err
 		}
 		for _, cm := range cms.Items {
 			if cm.DeletionTimestamp == nil {
@@ -109,12 +120,12 @@ func (m *modelRun) owed(ctx context.Context) []string {
 			}
 			for _, key := range cm.Finalizers {
 				if why := owedBy(pols, ledger, &cm, key, lbls); why != "" {
-					out = append(out, fmt.Sprintf("%s/%s key %s (%s); finalizers %v, annotations %v", ns, cm.Name, key, why, cm.Finalizers, cm.Annotations))
+					out = append(out, owedKey{NS: ns, Name: cm.Name, UID: cm.UID, Key: key, Why: why})
 				}
 			}
 		}
 	}
-	return out
+	return out, nil
 }
 
 func livePolicy(kind string, om metav1.ObjectMeta, spec teardownv1alpha1.TeardownPolicySpec, st teardownv1alpha1.TeardownPolicyStatus) *polHist {

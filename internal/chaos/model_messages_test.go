@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 )
@@ -126,7 +127,11 @@ func (c *checker) policyString(p *polHist) string {
 		case s.Deleting:
 			st = " deleting"
 		}
-		out = append(out, fmt.Sprintf("%s gen %d ready=%v%s key=%s %s finalizer=%s retired=%v", s.At.Format(time.StampMilli), s.Gen, s.Ready, st,
+		ready := ""
+		if c := meta.FindStatusCondition(s.Status.Conditions, teardownv1alpha1.ReadyCondition); c != nil && !s.Ready {
+			ready = fmt.Sprintf(" (%s gen %d: %.160s)", c.Reason, c.ObservedGeneration, c.Message)
+		}
+		out = append(out, fmt.Sprintf("%s gen %d ready=%v%s%s key=%s %s finalizer=%s retired=%v", s.At.Format(time.StampMilli), s.Gen, s.Ready, ready, st,
 			p.key(s.Spec), specString(s.Spec), s.Status.Finalizer, s.Status.Retired))
 	}
 	return p.ID + ":\n    " + strings.Join(dedupe(out), "\n    ")
@@ -152,16 +157,21 @@ func (c *checker) statesString(o *objHist, upTo int) string {
 		}
 		out = append(out, fmt.Sprintf("%s rv %s by %s%s labels=%v finalizers=%v%s", s.At.Format(time.StampMilli), s.CM.ResourceVersion, who, gap, s.CM.Labels, s.CM.Finalizers, del))
 	}
-	return "\n    " + strings.Join(out, "\n    ") + "\n  " + c.recordsString(o)
+	return "\n    " + strings.Join(out, "\n    ") + "\n  " + c.recordsString(o, upTo-1)
 }
 
-func (c *checker) recordsString(o *objHist) string {
-	last := o.States[len(o.States)-1].CM
+// recordsString shows the annotations of the object's state i (its last
+// if i < 0).
+func (c *checker) recordsString(o *objHist, i int) string {
+	if i < 0 || i >= len(o.States) {
+		i = len(o.States) - 1
+	}
+	last := o.States[i].CM
 	var out []string
 	for _, k := range keysOf(last.Annotations) {
 		out = append(out, k+"="+last.Annotations[k])
 	}
-	return "last annotations: " + strings.Join(out, " ")
+	return "annotations: " + strings.Join(out, " ")
 }
 
 func stepsString(steps []teardownv1alpha1.Step) string {

@@ -48,6 +48,7 @@ type modelRun struct {
 	refused  int
 	log      []string
 	start    time.Time
+	owedLeft []owedKey // what liveness found still owed at its bound
 }
 
 func (m *modelRun) next() int { m.seq++; return m.seq }
@@ -76,7 +77,7 @@ func TestModel(t *testing.T) {
 	for i := range seeds {
 		seed := first + uint64(i)
 		t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) {
-			f := runModel(t, seed, steps, fmt.Sprintf("r%d", i))
+			f := runModel(t, seed, steps, fmt.Sprintf("r%d", seed))
 			total.add(f)
 		})
 	}
@@ -131,6 +132,9 @@ func runModel(t *testing.T, seed uint64, steps int, run string) modelFigures {
 	c := newChecker(m.facts(), recs, m.hooks.entries())
 	c.check()
 	c.violations = append(c.violations, live...)
+	for _, o := range m.owedLeft {
+		c.owedNotFinished(o)
+	}
 	f := c.figures(steps, m, relists)
 
 	t.Logf("seed %d: %s", seed, f.String())
@@ -284,7 +288,18 @@ func (m *modelRun) removeClusterPolicies() {
 // namespaces belong to the run, and which ConfigMap writes were the
 // generator's (a tenant's or an operator's, never the controller's).
 func (m *modelRun) facts() modelFacts {
-	return modelFacts{Namespaces: m.namespaces, TenantWrites: m.genWrites}
+	return modelFacts{Namespaces: m.namespaces, TenantWrites: m.genWrites, Grep: func(name string) []string {
+		var out []string
+		for _, c := range append([]*procctl.Controller{m.main}, m.replicas...) {
+			for _, l := range c.Grep(`"`+name+`"`, 6) {
+				if len(l) > 400 {
+					l = l[:400] + "…"
+				}
+				out = append(out, c.Name()+": "+l)
+			}
+		}
+		return out
+	}}
 }
 
 func shortErr(err error) string {
