@@ -253,10 +253,19 @@ func (c *Cluster) listOne(ctx context.Context, r APIResource, ns, selector strin
 		if apierrors.IsNotFound(err) || apierrors.IsMethodNotSupported(err) {
 			return out, nil
 		}
-		return out, fmt.Errorf("listing %s: %w", r.GVR, err)
+		return out, &ListError{Res: r, Err: err}
 	}
 	return out, nil
 }
+
+// ListError is a list of one resource that failed.
+type ListError struct {
+	Res APIResource
+	Err error
+}
+
+func (l *ListError) Error() string { return fmt.Sprintf("listing %s: %v", l.Res.GVR, l.Err) }
+func (l *ListError) Unwrap() error { return l.Err }
 
 // GetObject reads one object in full.
 func (c *Cluster) GetObject(ctx context.Context, gvr schema.GroupVersionResource, ns, name string) (*unstructured.Unstructured, error) {

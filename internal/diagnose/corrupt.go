@@ -6,6 +6,7 @@ SPDX-License-Identifier: Apache-2.0
 package diagnose
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"regexp"
@@ -179,9 +180,13 @@ func (e *Explainer) corruptTarget(t Target, err error) *Report {
 
 // listFailure explains a list of namespace ns that failed: F1 for each
 // object kube-apiserver cannot read, ListFailed otherwise.
-func (e *Explainer) listFailure(ns string, err error) []Finding {
+func (e *Explainer) listFailure(ctx context.Context, ns string, err error) []Finding {
 	keys, failed := corruptKeys(err)
 	if !failed || len(keys) == 0 {
+		// What blocks the list, when its CRD's conversion says (unreadable.go).
+		if f, ok := e.listBlocker(ctx, err); ok {
+			return []Finding{f}
+		}
 		return []Finding{{Cause: "ListFailed", Severity: SeverityWarning, Message: err.Error()}}
 	}
 	var out []Finding

@@ -36,7 +36,9 @@ SPDX-License-Identifier: Apache-2.0
 //     (PV → claim → pod followed to the end), operatorns.go (A8 once the
 //     operator is gone), stillhere.go (an object whose owner is being
 //     deleted), vanished.go (an absent target: its Events and namespace),
-//     corrupt.go (F1, objects kube-apiserver cannot read from storage).
+//     corrupt.go (F1, objects kube-apiserver cannot read from storage),
+//     unreadable.go (F3, any other failed read: the CRD's conversion or
+//     the APIService, per version, never the end of the report).
 //   - report.go and render.go: the Report (the JSON schema of docs/cli.md)
 //     and its human rendering, both pure.
 //   - summary.go: status's one-line blockers.

@@ -104,7 +104,8 @@ func (e *Explainer) Explain(ctx context.Context, t Target) (*Report, error) {
 		return rep, nil // corrupt.go
 	}
 	if err != nil {
-		return nil, err
+		// Any other failure is a finding, never the end (unreadable.go).
+		return e.unreadableTarget(ctx, t, err), nil
 	}
 	return e.report(ctx, t, obj), nil
 }

@@ -274,7 +274,7 @@ func (e *Explainer) contentFindings(ctx context.Context, ns *corev1.Namespace, c
 		out = append(out, f)
 	}
 	for _, err := range errs {
-		out = append(out, e.listFailure(ns.Name, err)...) // corrupt.go
+		out = append(out, e.listFailure(ctx, ns.Name, err)...) // corrupt.go
 	}
 	return out
 }

@@ -131,9 +131,13 @@ type Report struct {
 	// Absent is true when the target does not exist; Findings then say
 	// what the cluster remembers of it (Events, its namespace).
 	Absent bool `json:"absent,omitempty"`
-	// Unreadable is true when kube-apiserver cannot read the target from
-	// storage (a corrupt object, F1).
+	// Unreadable is true when the target cannot be read: kube-apiserver
+	// cannot read it from storage (a corrupt object, F1), or a GET of it
+	// fails for another reason (its CRD's conversion, its APIService, F3).
 	Unreadable bool `json:"unreadable,omitempty"`
+	// Access says, for an unreadable target, what a read and a dry-run
+	// write did at each version it is served at.
+	Access []VersionAccess `json:"access,omitempty"`
 	// Terminating is true when the target has a deletionTimestamp.
 	Terminating       bool         `json:"terminating"`
 	DeletionTimestamp *metav1.Time `json:"deletionTimestamp,omitempty"`
