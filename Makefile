@@ -12,8 +12,12 @@ TEST_FLAGS ?= -count=1 -timeout=30m
 CONTROLLER_GEN := bin/controller-gen
 # helm is pinned in hack/tools/helm/go.mod.
 HELM := bin/helm
-# make deploy/undeploy talk to the cluster of the current kubeconfig.
-KUBECTL ?= $(K8S_BIN)/kubectl
+# make deploy/undeploy talk to the cluster of the current kubeconfig, with the
+# kubectl make control-plane builds when it is there, else the one on PATH.
+KUBECTL ?= $(if $(wildcard $(K8S_BIN)/kubectl),$(K8S_BIN)/kubectl,kubectl)
+# Builds a kustomization as kubectl kustomize does, with the kustomize library
+# go.mod pins: make deploy and make release-manifests need no kubectl for it.
+KUSTOMIZE ?= $(GO) run ./hack/kustomize
 # The teardown-controller image make deploy sets in the Deployment.
 IMG ?= teardown-controller:latest
 # The image repository make release-manifests pins by digest, with the
@@ -76,8 +80,9 @@ image-test: ## Test make image: two builds give one digest; each platform's conf
 	$(GO) -C hack/tools/image test $(TEST_FLAGS) ./...
 
 .PHONY: deploy
-deploy: ## Install the CRDs, RBAC and teardown-controller (config/default, image IMG) into the current kubeconfig's cluster.
-	$(KUBECTL) kustomize config/default | sed 's|image: teardown-controller:latest$$|image: $(IMG)|' | $(KUBECTL) apply -f -
+deploy: ## Install the CRDs, RBAC and teardown-controller (config/default, image IMG) into the current kubeconfig's cluster (KUBECTL, default the one on PATH).
+	@command -v $(firstword $(KUBECTL)) >/dev/null || { echo "deploy: no kubectl ($(firstword $(KUBECTL))): put one on PATH or set KUBECTL" >&2; exit 1; }
+	$(KUSTOMIZE) config/default | sed 's|image: teardown-controller:latest$$|image: $(IMG)|' | $(KUBECTL) apply -f -
 
 # The documented safe uninstall (docs/controller.md, Uninstalling): deleting
 # a policy releases every object it guards, which needs the controller; only
@@ -86,13 +91,13 @@ deploy: ## Install the CRDs, RBAC and teardown-controller (config/default, image
 .PHONY: undeploy
 undeploy: ## Delete every policy, wait until they released what they guard (teardown-controller uninstall), then remove config/default.
 	$(GO) run ./cmd/teardown-controller uninstall --timeout=$(UNDEPLOY_TIMEOUT)
-	$(KUBECTL) kustomize config/default | $(KUBECTL) delete --ignore-not-found -f -
+	$(KUSTOMIZE) config/default | $(KUBECTL) delete --ignore-not-found -f -
 
 .PHONY: release-manifests
 release-manifests: ## Write RELEASE_DIR/install.yaml (config/default, image IMG_REPO@digest after make image, else IMG) and package charts/teardown beside it.
 	@mkdir -p $(RELEASE_DIR)
 	@if [[ -s $(IMAGE_DIGEST_FILE) ]]; then image="$(IMG_REPO)@$$(tr -d '[:space:]' < $(IMAGE_DIGEST_FILE))"; else image="$(IMG)"; fi; \
-	$(KUBECTL) kustomize config/default | sed "s|image: teardown-controller:latest\$$|image: $$image|" > $(RELEASE_DIR)/install.yaml.tmp; \
+	$(KUSTOMIZE) config/default | sed "s|image: teardown-controller:latest\$$|image: $$image|" > $(RELEASE_DIR)/install.yaml.tmp; \
 	grep -q "image: $$image\$$" $(RELEASE_DIR)/install.yaml.tmp || { echo "release-manifests: the Deployment's image was not set to $$image" >&2; exit 1; }; \
 	mv $(RELEASE_DIR)/install.yaml.tmp $(RELEASE_DIR)/install.yaml; \
 	echo "$(RELEASE_DIR)/install.yaml: image $$image"
@@ -162,6 +167,19 @@ chaos: control-plane ## Delete CHAOS_N (default 1,000) guarded objects through 2
 	@mkdir -p bin; status=0; \
 	TEARDOWN_CHAOS_N=$(CHAOS_N) $(GO) test -count=1 -timeout=30m -run '^TestChaos$$' -v ./internal/chaos/ 2>&1 | tee bin/chaos.log || status=$$?; \
 	echo; grep -A14 'CHAOS FIGURES' bin/chaos.log || true; \
+	exit $$status
+
+# The model test's first seed, how many seeds from it, and the steps of each.
+SEED ?= 1
+SEEDS ?= 1
+STEPS ?= 1000
+
+.PHONY: model
+model: control-plane ## Run the randomized model test of the contract (TestModel): SEEDS seeds from SEED (default 1), STEPS steps each (default 1,000); print steps run, removals checked and violations by rule (step logs and controller logs in bin/model/).
+	@mkdir -p bin/model; status=0; \
+	TEARDOWN_MODEL_SEED=$(SEED) TEARDOWN_MODEL_SEEDS=$(SEEDS) TEARDOWN_MODEL_STEPS=$(STEPS) TEARDOWN_CHAOS_LOGS=$(CURDIR)/bin/model \
+		$(GO) test -count=1 -timeout=0 -run '^TestModel$$' -v ./internal/chaos/ 2>&1 | tee bin/model/model.log || status=$$?; \
+	echo; grep -A3 'MODEL FIGURES' bin/model/model.log || true; \
 	exit $$status
 
 .PHONY: build
