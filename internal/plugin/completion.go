@@ -56,6 +56,11 @@ func completeTypeName(flags *genericclioptions.ConfigFlags) cobra.CompletionFunc
 // completeTypes lists the resource types that can be read (get), as
 // kubectl api-resources -o name prints them: "pods", "deployments.apps".
 func completeTypes(flags *genericclioptions.ConfigFlags, prefix string) []string {
+	// No cluster: nothing to complete, and no klog line from a discovery of
+	// localhost:8080 in the middle of the user's command line.
+	if checkClusterConfigured(flags) != nil {
+		return nil
+	}
 	dc, err := flags.ToDiscoveryClient()
 	if err != nil {
 		return nil

@@ -29,6 +29,9 @@ type cluster struct {
 }
 
 func newCluster(f *genericclioptions.ConfigFlags) (*cluster, error) {
+	if err := checkClusterConfigured(f); err != nil {
+		return nil, err
+	}
 	cfg, err := f.ToRESTConfig()
 	if err != nil {
 		return nil, fmt.Errorf("loading the kubeconfig: %w", err)
