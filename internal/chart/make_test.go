@@ -53,7 +53,9 @@ func pathWithoutKubectl(t *testing.T) string {
 // no bin/k8s and no kubectl on the PATH, make release-manifests writes
 // install.yaml (what kubectl kustomize makes of config/default, image set)
 // and the chart package, and make deploy applies config/default with the
-// KUBECTL given (here a server-side dry run against the test control plane).
+// KUBECTL given (here a client-side dry run against the test control plane:
+// a server-side one cannot create a namespace's objects in the namespace it
+// only pretends to create).
 // Before, both failed with "bin/k8s/kubectl: No such file or directory".
 func TestMakeTargetsOnFreshClone(t *testing.T) {
 	tmp := t.TempDir()
@@ -96,8 +98,8 @@ func TestMakeTargetsOnFreshClone(t *testing.T) {
 		t.Errorf("no chart package: %v", err)
 	}
 
-	applied := makeIn("deploy", "IMG="+img, "KUBECTL="+kubectl+" --kubeconfig="+env.Kubeconfig+" --dry-run=server")
-	for _, want := range []string{"deployment.apps/teardown-controller created (server dry run)", "customresourcedefinition.apiextensions.k8s.io/teardownpolicies.teardown.dev created (server dry run)"} {
+	applied := makeIn("deploy", "IMG="+img, "KUBECTL="+kubectl+" --kubeconfig="+env.Kubeconfig+" --dry-run=client")
+	for _, want := range []string{"deployment.apps/teardown-controller created (dry run)", "customresourcedefinition.apiextensions.k8s.io/teardownpolicies.teardown.dev created (dry run)"} {
 		if !strings.Contains(applied, want) {
 			t.Errorf("make deploy printed:\n%s\nwant %q", applied, want)
 		}
