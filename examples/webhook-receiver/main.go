@@ -9,8 +9,11 @@ SPDX-License-Identifier: Apache-2.0
 // recent, before doing anything; then it runs its cleanup and answers the
 // webhook contract (Success, InProgress or Failure).
 //
-// It uses the standard library only, so that it can be copied as is: replace
-// cleanup with the real work.
+// Teardown signs in the Standard Webhooks form (https://www.standardwebhooks.com/):
+// webhook-id, webhook-timestamp and webhook-signature. This receiver checks
+// them with the Standard Webhooks Go library, as a receiver in any language
+// would with its own; it uses nothing of Teardown's, so that it can be
+// copied as is: replace cleanup with the real work.
 //
 //	webhook-receiver --secret-file=/etc/teardown/secret \
 //	    --tls-cert=/etc/tls/tls.crt --tls-key=/etc/tls/tls.key
@@ -18,9 +21,6 @@ package main
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -29,23 +29,18 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"strconv"
 	"strings"
+	"sync"
 	"time"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 )
 
-// The request headers Teardown sends.
 const (
-	// signatureHeader is "t=<unix seconds>,v1=<hex HMAC-SHA256>", the HMAC
-	// keyed with the signing secret over "<t>.<body>".
-	signatureHeader = "Teardown-Signature"
-	// deliveryHeader identifies one request in logs; it is not signed.
-	deliveryHeader = "Teardown-Delivery"
-	// tolerance is how far a signature's timestamp may be from this clock:
-	// an older request is refused as a replay.
-	tolerance = 5 * time.Minute
 	// maxBody bounds the request read; Teardown's requests are a few KiB.
 	maxBody = 1 << 20
+	// maxRemembered bounds the deliveries remembered as done.
+	maxRemembered = 10000
 )
 
 // CleanupRequest is what Teardown POSTs: the policy, the step, the finalizer
@@ -88,84 +83,30 @@ const (
 	Failure    = "Failure"
 )
 
-// Errors of verify.
-var (
-	errMalformed = errors.New("malformed " + signatureHeader + " header")
-	errMismatch  = errors.New("signature does not match")
-	errExpired   = errors.New("signature timestamp is too old or in the future")
-)
-
-// verify checks a Teardown-Signature header: one of its v1 values must be
-// the HMAC-SHA256 of "<t>.<body>" under one of the secrets (several during
-// a rotation), compared in constant time, and t must be within tolerance of
-// now.
-func verify(header string, body []byte, secrets [][]byte, now time.Time) error {
-	if len(header) > 1024 {
-		return errMalformed
+// NewVerifier is the Standard Webhooks verifier of a signing secret as the
+// Secret holds it: a whsec_<base64> secret is what the library takes as is
+// (the whitespace of a file around it left out); any other secret is used as
+// its bytes, which Teardown signs with as they are.
+func NewVerifier(secret []byte) (*standardwebhooks.Webhook, error) {
+	if s := strings.TrimSpace(string(secret)); strings.HasPrefix(s, "whsec_") {
+		return standardwebhooks.NewWebhook(s)
 	}
-	var ts string
-	var sigs [][]byte
-	for part := range strings.SplitSeq(header, ",") {
-		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
-		if !ok {
-			return errMalformed
-		}
-		switch k {
-		case "t":
-			if ts != "" {
-				return errMalformed
-			}
-			ts = v
-		case "v1":
-			sig, err := hex.DecodeString(v)
-			if err != nil || len(sig) != sha256.Size {
-				return errMalformed
-			}
-			sigs = append(sigs, sig)
-		}
-	}
-	if ts == "" || len(sigs) == 0 || strings.Trim(ts, "0123456789") != "" {
-		return errMalformed
-	}
-	sec, err := strconv.ParseInt(ts, 10, 64)
-	if err != nil {
-		return errMalformed
-	}
-	matched := false
-	for _, secret := range secrets {
-		m := hmac.New(sha256.New, secret)
-		m.Write([]byte(ts))
-		m.Write([]byte{'.'})
-		m.Write(body)
-		want := m.Sum(nil)
-		for _, sig := range sigs {
-			if hmac.Equal(sig, want) {
-				matched = true
-			}
-		}
-	}
-	if !matched {
-		return errMismatch
-	}
-	// The timestamp is trusted only once the signature covers it.
-	if d := now.Sub(time.Unix(sec, 0)); d > tolerance || d < -tolerance {
-		return errExpired
-	}
-	return nil
+	return standardwebhooks.NewWebhookRaw(secret)
 }
 
 // Receiver serves Teardown's webhook requests.
 type Receiver struct {
-	// Secrets are the accepted signing secrets: the current one, and the
-	// previous one while a rotation is under way.
-	Secrets [][]byte
-	// Cleanup does the work for one request. It must be idempotent:
+	// Verifiers check the signature: the current secret's, and the
+	// previous one's while a rotation is under way.
+	Verifiers []*standardwebhooks.Webhook
+	// Cleanup does the work for one request. It should be idempotent:
 	// Teardown calls again after an error, an InProgress answer or a
-	// restart.
+	// restart, with the same webhook-id.
 	Cleanup func(ctx context.Context, req *CleanupRequest) Response
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
-	Log *slog.Logger
+	Log     *slog.Logger
+
+	mu   sync.Mutex
+	done map[string]bool // webhook-ids whose cleanup answered Success
 }
 
 func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -173,7 +114,8 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if log == nil {
 		log = slog.Default()
 	}
-	log = log.With("delivery", r.Header.Get(deliveryHeader))
+	id := r.Header.Get(standardwebhooks.HeaderWebhookID)
+	log = log.With("webhookID", id)
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		answer(w, http.StatusMethodNotAllowed, Response{Status: Failure, Message: "POST only"})
@@ -184,12 +126,10 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		answer(w, http.StatusRequestEntityTooLarge, Response{Status: Failure, Message: "request too large"})
 		return
 	}
-	now := time.Now()
-	if rc.Now != nil {
-		now = rc.Now()
-	}
-	// Nothing of the request is looked at before its signature is checked.
-	if err := verify(r.Header.Get(signatureHeader), body, rc.Secrets, now); err != nil {
+	// Nothing of the request is looked at before its signature is checked:
+	// the library checks the HMAC over id.timestamp.body in constant time,
+	// then the timestamp against this clock (5 minutes either way).
+	if err := rc.verify(body, r.Header); err != nil {
 		log.Warn("Refused an unsigned or badly signed request", "err", err)
 		// 401 is a permanent answer: Teardown treats it as a definitive
 		// failure of the step, and the policy's onFailure decides.
@@ -201,10 +141,48 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		answer(w, http.StatusBadRequest, Response{Status: Failure, Message: "not a CleanupRequest"})
 		return
 	}
+	// The webhook-id is the same on every call of one step for one object:
+	// a delivery already done is answered without doing it again.
+	if rc.isDone(id) {
+		log.Info("Cleanup request already done", "policy", req.Policy.Name, "step", req.Step)
+		answer(w, http.StatusOK, Response{Status: Success})
+		return
+	}
 	resp := rc.Cleanup(r.Context(), &req)
+	if resp.Status == Success {
+		rc.remember(id)
+	}
 	log.Info("Cleanup request", "policy", req.Policy.Name, "step", req.Step,
 		"object", req.Object.Kind+" "+req.Object.Namespace+"/"+req.Object.Name, "status", resp.Status)
 	answer(w, http.StatusOK, resp)
+}
+
+// verify accepts a request any verifier accepts.
+func (rc *Receiver) verify(body []byte, h http.Header) error {
+	err := errors.New("no signing secret")
+	for _, v := range rc.Verifiers {
+		if err = v.Verify(body, h); err == nil {
+			return nil
+		}
+	}
+	return err
+}
+
+func (rc *Receiver) isDone(id string) bool {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return rc.done[id]
+}
+
+func (rc *Receiver) remember(id string) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if rc.done == nil || len(rc.done) >= maxRemembered {
+		// Forgetting is safe: the cleanup is idempotent, this only saves
+		// doing it again.
+		rc.done = map[string]bool{}
+	}
+	rc.done[id] = true
 }
 
 func answer(w http.ResponseWriter, code int, resp Response) {
@@ -245,9 +223,13 @@ func run(addr, secretFile, previousSecretFile, certFile, keyFile string) error {
 		if len(b) == 0 {
 			return fmt.Errorf("%s is empty", f)
 		}
-		rc.Secrets = append(rc.Secrets, b) // the Secret's bytes, as Teardown uses them: no trimming
+		v, err := NewVerifier(b)
+		if err != nil {
+			return fmt.Errorf("%s: %w", f, err)
+		}
+		rc.Verifiers = append(rc.Verifiers, v)
 	}
-	if len(rc.Secrets) == 0 {
+	if len(rc.Verifiers) == 0 {
 		return errors.New("--secret-file is required")
 	}
 	srv := &http.Server{Addr: addr, Handler: rc, ReadHeaderTimeout: 10 * time.Second}

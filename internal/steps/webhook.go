@@ -124,9 +124,8 @@ func (r *Runner) webhook(ctx context.Context, pol *policy.Policy, key string, st
 		return transient(fmt.Errorf("building the request to %s: %w", shown, err))
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(DeliveryHeader, deliveryID())
-	if secret != nil {
-		req.Header.Set(SignatureHeader, Signature(secret, r.now(), body))
+	if err := setSignatureHeaders(req.Header, secret, DeliveryID(pol, key, step.Name, t), r.now(), body); err != nil {
+		return transient(err)
 	}
 	resp, err := httpClient.Do(req)
 	if err != nil {

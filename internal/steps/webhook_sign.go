@@ -234,6 +234,11 @@ func (r *Runner) signingSecret(ctx context.Context, pol *policy.Policy, ref *tea
 	if len(v) == 0 {
 		return nil, fmt.Errorf("signing Secret %s has no key %q, or it is empty", shown, key)
 	}
+	if _, err := StandardKey(v); err != nil {
+		// Checked here, once per read, so that the message names the
+		// Secret and its key (never the value).
+		return nil, fmt.Errorf("signing Secret %s key %q %w", shown, key, err)
+	}
 	r.HTTP.secrets.put(ck, v, r.now())
 	return v, nil
 }
