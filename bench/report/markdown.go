@@ -21,9 +21,9 @@ func Markdown(w io.Writer, r *Results) {
 	fmt.Fprintln(w, "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, run := range r.Runs {
 		fmt.Fprintf(w, "| %s | %s | %d | %.0f | %s | %s | %s | %s | %s | %.2f + %.2f | %.2f%% |\n",
-			thousands(run.N), run.Scenario, run.Workers, run.Throughput,
+			Thousands(run.N), run.Scenario, run.Workers, run.Throughput,
 			times(run.VsRaw), times(run.VsBaselineDefault), times(run.VsBaselineTuned),
-			seconds(run.P50), seconds(run.P99), run.AttachWrites, run.RemoveWrites, run.ConflictShare*100)
+			Seconds(run.P50), Seconds(run.P99), run.AttachWrites, run.RemoveWrites, run.ConflictShare*100)
 	}
 	fmt.Fprintln(w)
 	if len(r.RSS) > 0 {
@@ -31,8 +31,8 @@ func Markdown(w io.Writer, r *Results) {
 		fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 		for _, m := range r.RSS {
 			fmt.Fprintf(w, "| %s | %s × %d B | %.1f MiB | %.1f MiB | %s | %s | %s | %s | %s |\n",
-				m.Controller, thousands(m.Objects), m.DataBytes, mib(m.None), mib(m.Guarded),
-				kib(m.PerObject), times(m.VsBaseline), kib(m.AnonPerObject), kib(m.FloorPerObject), kib(m.HeapPerObject))
+				m.Controller, Thousands(m.Objects), m.DataBytes, mib(m.None), mib(m.Guarded),
+				KiB(m.PerObject), times(m.VsBaseline), KiB(m.AnonPerObject), KiB(m.FloorPerObject), KiB(m.HeapPerObject))
 		}
 		fmt.Fprintln(w)
 	}
@@ -61,14 +61,16 @@ func times(v float64) string {
 	return fmt.Sprintf("%.2fx", v)
 }
 
-func seconds(s float64) string {
+// Seconds writes a duration in seconds as ms below one second, else s.
+func Seconds(s float64) string {
 	if s < 1 {
 		return fmt.Sprintf("%.0f ms", s*1000)
 	}
 	return fmt.Sprintf("%.2f s", s)
 }
 
-func kib(b float64) string { return fmt.Sprintf("%.2f KiB", b/1024) }
+// KiB writes bytes as KiB.
+func KiB(b float64) string { return fmt.Sprintf("%.2f KiB", b/1024) }
 
 func mib(b int64) float64 { return float64(b) / (1 << 20) }
 
@@ -79,8 +81,8 @@ func orDash(s string) string {
 	return s
 }
 
-// thousands writes n with comma separators: 10000 is 10,000.
-func thousands(n int) string {
+// Thousands writes n with comma separators: 10000 is 10,000.
+func Thousands(n int) string {
 	s := fmt.Sprint(n)
 	neg := strings.HasPrefix(s, "-")
 	s = strings.TrimPrefix(s, "-")

@@ -124,8 +124,8 @@ func waitsMarkdown(w io.Writer, r *Results) {
 			if l.WaitingRequests > 0 {
 				waiting = fmt.Sprintf("%.0f", l.WaitingRequests)
 			}
-			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %.1f |\n", l.Scenario, l.Load, thousands(l.Targets),
-				seconds(l.P50), seconds(l.P99), seconds(l.Max), times(l.PollingOverP50), times(l.PollingOverP99), waiting, l.LoadAverage)
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %.1f |\n", l.Scenario, l.Load, Thousands(l.Targets),
+				Seconds(l.P50), Seconds(l.P99), Seconds(l.Max), times(l.PollingOverP50), times(l.PollingOverP99), waiting, l.LoadAverage)
 		}
 		for _, l := range r.Waits {
 			if l.ReleasedEarly > 0 {
@@ -141,6 +141,6 @@ func waitsMarkdown(w io.Writer, r *Results) {
 		}
 		fmt.Fprintln(w, "| unused step: pods in the cluster | RSS without the policy | RSS with it | marginal RSS/pod | marginal RssAnon/pod | live heap/pod |")
 		fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|")
-		fmt.Fprintf(w, "| %s | %.1f MiB | %.1f MiB | %.0f B | %.0f B | %.0f B |\n\n", thousands(u.Pods), mib(u.None), mib(u.With), u.PerPod, u.AnonPerPod, u.HeapPerPod)
+		fmt.Fprintf(w, "| %s | %.1f MiB | %.1f MiB | %.0f B | %.0f B | %.0f B |\n\n", Thousands(u.Pods), mib(u.None), mib(u.With), u.PerPod, u.AnonPerPod, u.HeapPerPod)
 	}
 }

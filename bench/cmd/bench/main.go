@@ -360,8 +360,15 @@ func (b *bench) write() error {
 	if err := os.WriteFile(filepath.Join(b.out, "results.md"), md.Bytes(), 0o644); err != nil {
 		return err
 	}
-	if err := report.WritePNG(filepath.Join(b.out, "chart.png"), b.res); err != nil {
+	// The chart is drawn by bench/plot, a module of its own (its drawing
+	// library is not the main module's), from the results just written.
+	results, err := filepath.Abs(filepath.Join(b.out, "results.json"))
+	if err != nil {
 		return err
+	}
+	plot := exec.Command(goTool(), "-C", "bench/plot", "run", ".", "-results", results, "-out", filepath.Join(filepath.Dir(results), "chart.png"))
+	if out, err := plot.CombinedOutput(); err != nil {
+		return fmt.Errorf("drawing chart.png (bench/plot): %w\n%s", err, out)
 	}
 	b.logf("wrote %s, results.md and chart.png", filepath.Join(b.out, "results.json"))
 	return nil

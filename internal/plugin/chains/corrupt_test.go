@@ -6,7 +6,12 @@ SPDX-License-Identifier: Apache-2.0
 package chains
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"net/http"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -14,7 +19,6 @@ import (
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,18 +32,34 @@ import (
 
 // corruptInEtcd overwrites the stored bytes of an object with garbage, as
 // a lost encryption key or a damaged write leaves it: kube-apiserver can
-// no longer decode it.
+// no longer decode it. It writes through etcd's gRPC gateway (JSON over
+// HTTP, on by default on the client URL) rather than with etcd's Go client,
+// which would make the module require go.etcd.io/etcd/client/v3, and so
+// raise the grpc and otel versions of everyone who imports pkg/finalizer.
 func corruptInEtcd(t *testing.T, key string) {
 	t.Helper()
-	c, err := clientv3.New(clientv3.Config{Endpoints: []string{env.EtcdEndpoint()}, DialTimeout: 5 * time.Second})
+	body, err := json.Marshal(map[string]string{
+		"key":   base64.StdEncoding.EncodeToString([]byte(key)),
+		"value": base64.StdEncoding.EncodeToString([]byte("\x00garbage: not an object\xff")),
+	})
 	if err != nil {
-		t.Fatalf("connecting to etcd: %v", err)
+		t.Fatal(err)
 	}
-	defer c.Close()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	if _, err := c.Put(ctx, key, "\x00garbage: not an object\xff"); err != nil {
-		t.Fatalf("writing %s: %v", key, err)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(env.EtcdEndpoint(), "/")+"/v3/kv/put", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("writing %s to etcd: %v", key, err)
+	}
+	defer resp.Body.Close()
+	answer, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("writing %s to etcd: %s: %s", key, resp.Status, answer)
 	}
 }
 

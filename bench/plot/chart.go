@@ -3,7 +3,7 @@ Copyright 2026 The Teardown Authors.
 SPDX-License-Identifier: Apache-2.0
 */
 
-package report
+package main
 
 import (
 	"bytes"
@@ -17,6 +17,8 @@ import (
 	"golang.org/x/image/font"
 	"golang.org/x/image/font/basicfont"
 	"golang.org/x/image/math/fixed"
+
+	"github.com/teardown-dev/teardown/bench/report"
 )
 
 var (
@@ -26,13 +28,13 @@ var (
 	red   = color.RGBA{200, 40, 40, 255}
 
 	scenarioColor = map[string]color.RGBA{
-		Raw:              {110, 110, 110, 255},
-		Teardown:         {31, 119, 180, 255},
-		TeardownWebhook:  {86, 160, 210, 255},
-		TeardownDeclared: {150, 195, 230, 255},
-		BaselineDefault:  {230, 130, 30, 255},
-		BaselineTuned:    {245, 185, 110, 255},
-		TeardownBefore:   {170, 170, 170, 255},
+		report.Raw:              {110, 110, 110, 255},
+		report.Teardown:         {31, 119, 180, 255},
+		report.TeardownWebhook:  {86, 160, 210, 255},
+		report.TeardownDeclared: {150, 195, 230, 255},
+		report.BaselineDefault:  {230, 130, 30, 255},
+		report.BaselineTuned:    {245, 185, 110, 255},
+		report.TeardownBefore:   {170, 170, 170, 255},
 	}
 )
 
@@ -67,7 +69,7 @@ type panel struct {
 
 // Chart draws the results: throughput, latency and marginal memory as
 // horizontal bars, with the targets as red lines.
-func Chart(r *Results) image.Image {
+func Chart(r *report.Results) image.Image {
 	panels := []panel{throughputPanel(r), latencyPanel(r)}
 	if len(r.RSS) > 0 {
 		panels = append(panels, rssPanel(r))
@@ -91,7 +93,7 @@ func Chart(r *Results) image.Image {
 }
 
 // WritePNG draws the chart into path.
-func WritePNG(path string, r *Results) error {
+func WritePNG(path string, r *report.Results) error {
 	var buf bytes.Buffer
 	if err := png.Encode(&buf, Chart(r)); err != nil {
 		return err
@@ -99,14 +101,14 @@ func WritePNG(path string, r *Results) error {
 	return os.WriteFile(path, buf.Bytes(), 0o644)
 }
 
-func throughputPanel(r *Results) panel {
+func throughputPanel(r *report.Results) panel {
 	p := panel{title: "Objects finalized per second (higher is better)"}
 	for i, n := range runNs(r) {
 		if i > 0 {
 			p.rows = append(p.rows, bar{})
 		}
-		raw, hasRaw := r.Find(Raw, n)
-		for _, sc := range Scenarios {
+		raw, hasRaw := r.Find(report.Raw, n)
+		for _, sc := range report.Scenarios {
 			run, ok := r.Find(sc, n)
 			if !ok {
 				continue
@@ -115,38 +117,38 @@ func throughputPanel(r *Results) panel {
 			if run.VsRaw > 0 {
 				text += fmt.Sprintf("  %.2fx raw", run.VsRaw)
 			}
-			p.rows = append(p.rows, bar{label: fmt.Sprintf("N=%s %s", thousands(n), sc), value: run.Throughput, color: scenarioColor[sc], text: text})
+			p.rows = append(p.rows, bar{label: fmt.Sprintf("N=%s %s", report.Thousands(n), sc), value: run.Throughput, color: scenarioColor[sc], text: text})
 		}
 		if hasRaw {
-			p.refs = append(p.refs, refLine{value: MinVsRaw * raw.Throughput, label: fmt.Sprintf("0.8x raw (N=%s)", thousands(n))})
+			p.refs = append(p.refs, refLine{value: report.MinVsRaw * raw.Throughput, label: fmt.Sprintf("0.8x raw (N=%s)", report.Thousands(n))})
 		}
 	}
 	return p
 }
 
-func latencyPanel(r *Results) panel {
+func latencyPanel(r *report.Results) panel {
 	p := panel{title: "Delete-to-gone latency, seconds: p99 bar, p50 dark inside (lower is better)"}
 	for i, n := range runNs(r) {
 		if i > 0 {
 			p.rows = append(p.rows, bar{})
 		}
-		for _, sc := range Scenarios {
+		for _, sc := range report.Scenarios {
 			run, ok := r.Find(sc, n)
 			if !ok {
 				continue
 			}
-			p.rows = append(p.rows, bar{label: fmt.Sprintf("N=%s %s", thousands(n), sc), value: run.P99, inner: run.P50,
-				color: scenarioColor[sc], text: fmt.Sprintf("p50 %s  p99 %s", seconds(run.P50), seconds(run.P99))})
+			p.rows = append(p.rows, bar{label: fmt.Sprintf("N=%s %s", report.Thousands(n), sc), value: run.P99, inner: run.P50,
+				color: scenarioColor[sc], text: fmt.Sprintf("p50 %s  p99 %s", report.Seconds(run.P50), report.Seconds(run.P99))})
 		}
 	}
 	return p
 }
 
-func rssPanel(r *Results) panel {
+func rssPanel(r *report.Results) panel {
 	p := panel{title: "Marginal RSS per guarded object, KiB (lower is better)",
-		refs: []refLine{{value: MaxRSSPerObject / 1024, label: "target 2 KiB"}}}
+		refs: []refLine{{value: report.MaxRSSPerObject / 1024, label: "target 2 KiB"}}}
 	for _, m := range r.RSS {
-		text := kib(m.PerObject)
+		text := report.KiB(m.PerObject)
 		if m.VsBaseline > 0 {
 			text += fmt.Sprintf("  %.1fx below baseline", m.VsBaseline)
 		}
@@ -155,7 +157,7 @@ func rssPanel(r *Results) panel {
 	return p
 }
 
-func runNs(r *Results) []int {
+func runNs(r *report.Results) []int {
 	var ns []int
 	seen := map[int]bool{}
 	for _, run := range r.Runs {
