@@ -571,6 +571,20 @@ type TeardownPolicyStatus struct {
 	// +kubebuilder:validation:MaxLength=317
 	Finalizer string `json:"finalizer,omitempty"`
 
+	// servedSpec is the spec of the version in force, as JSON: the last
+	// spec that passed every check. When the current spec cannot be
+	// served, this version stays in force (after a restart of the
+	// controller too), checked again first, so that the teardowns it
+	// started finish under the steps that guarded them.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1048576
+	ServedSpec string `json:"servedSpec,omitempty"`
+
+	// servedGeneration is the policy's generation whose spec servedSpec
+	// is.
+	// +optional
+	ServedGeneration int64 `json:"servedGeneration,omitempty"`
+
 	// kinds are the target kinds of the version in force, recorded with
 	// finalizer so that what an edit stops guarding is known after a
 	// restart.

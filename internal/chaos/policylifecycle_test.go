@@ -8,6 +8,7 @@ package chaos_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -224,4 +225,79 @@ func TestDeletedPolicyServesOnlyACheckedSpec(t *testing.T) {
 	} else {
 		t.Logf("a live policy with the same spec: %s: %s", cond.Reason, cond.Message)
 	}
+}
+
+// TestServedVersionSurvivesRestart (issue 16, found by TestModel seed 2): a
+// teardown starts under a policy; the policy is then edited into a spec that
+// cannot be served (its new key is on an object it does not select: another
+// controller's) and deleted; the controller is killed and started again.
+// The version in force before must still finish the teardown it started:
+// it is recorded in status.servedSpec, not only in the killed process's
+// memory. Without that record nothing serves the policy after the restart,
+// and the object stays Terminating for ever.
+func TestServedVersionSurvivesRestart(t *testing.T) {
+	const key, taken = "example.com/served", "example.com/taken"
+	ns := newNamespace(t)
+	var succeed atomic.Bool
+	srv := newCleanupServer(t, func(webhookRequest) answer {
+		if succeed.Load() {
+			return success
+		}
+		return inProgress
+	})
+	c := startController(t, "controller")
+	pol := &teardownv1alpha1.TeardownPolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "served"},
+		Spec: teardownv1alpha1.TeardownPolicySpec{
+			Finalizer: key,
+			Targets:   []teardownv1alpha1.Target{configMapTarget(labels("app", "guarded"))},
+			Steps:     []teardownv1alpha1.Step{srv.step("cleanup")},
+		},
+	}
+	create(t, pol)
+	if cond := waitReady(t, pol, 30*time.Second); cond.Status != metav1.ConditionTrue {
+		t.Fatalf("policy not Ready: %s: %s", cond.Reason, cond.Message)
+	}
+	cm := guardedConfigMaps(t, ns, key, 1)[0]
+	if err := k8s.Delete(context.Background(), cm); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 30*time.Second, "the cleanup to start", func(context.Context) (bool, error) { return srv.callsFor(cm.UID) > 0, nil })
+
+	// Another controller's key on an object the policy does not select.
+	other := configMap(ns, "other", labels("app", "other"), taken)
+	create(t, other)
+	t.Cleanup(func() {
+		_ = k8s.Patch(context.Background(), other, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
+	})
+	patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"finalizer": taken}})
+	if err := k8s.Patch(context.Background(), pol, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		t.Fatal(err)
+	}
+	cond := waitReady(t, pol, 30*time.Second)
+	if cond.Status == metav1.ConditionTrue || !strings.Contains(cond.Message, "stays in force") {
+		t.Fatalf("after the edit: Ready=%s %s: %s; want not Ready, the version before in force", cond.Status, cond.Reason, cond.Message)
+	}
+	if err := k8s.Delete(context.Background(), pol); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	calls := srv.callsFor(cm.UID)
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 30*time.Second, "the restarted controller to go on with the cleanup", func(context.Context) (bool, error) {
+		return srv.callsFor(cm.UID) > calls, nil
+	})
+	succeed.Store(true)
+	testenv.Eventually(t, 30*time.Second, "the object to go after its cleanup", testenv.Gone(k8s, cm))
+	if _, ok := srv.succeeded(cm.UID); !ok {
+		t.Error("the object went without its cleanup")
+	}
+	if ok, err := carries(context.Background(), other, taken); err != nil || !ok {
+		t.Errorf("the other controller's key was removed (carries=%v, err=%v)", ok, err)
+	}
+	testenv.Eventually(t, 30*time.Second, "the deleted policy to go", testenv.Gone(k8s, pol))
 }

@@ -158,6 +158,16 @@ func statusOf(obj client.Object) *teardownv1alpha1.TeardownPolicyStatus {
 	panic(fmt.Sprintf("not a policy: %T", obj))
 }
 
+func specOf(obj client.Object) *teardownv1alpha1.TeardownPolicySpec {
+	switch p := obj.(type) {
+	case *teardownv1alpha1.TeardownPolicy:
+		return &p.Spec
+	case *teardownv1alpha1.ClusterTeardownPolicy:
+		return &p.Spec
+	}
+	panic(fmt.Sprintf("not a policy: %T", obj))
+}
+
 func (r *Reconciler) reconcile(ctx context.Context, obj client.Object, req reconcile.Request) (reconcile.Result, error) {
 	defer r.syncWebhook(ctx)
 	if err := r.client.Get(ctx, req.NamespacedName, obj); err != nil {
@@ -228,22 +238,17 @@ func (r *Reconciler) serveDeleting(ctx context.Context, obj client.Object, pol *
 		}
 	}
 	if ok {
+		recordServed(obj)
 		return &metav1.Condition{
 			Type: teardownv1alpha1.ReadyCondition, Status: metav1.ConditionTrue, Reason: teardownv1alpha1.ServingReason,
 			Message: fmt.Sprintf("deleted: finishing the teardowns it started with finalizer %s, attaching no more", pol.Key),
 		}
 	}
-	current, served := r.Index.Get(refOf(obj))
-	if served && current.UID == obj.GetUID() && !current.Deleting {
-		// The version in force before, which passed every check, finishes
-		// what it started (a copy: served versions never change).
-		deleting := *current.Policy
-		deleting.Deleting = true
-		if err := r.putInForce(ctx, &deleting, statusOf(obj)); err != nil {
-			logf.FromContext(ctx).Error(err, "Could not keep the version in force as deleting")
-		}
+	kept := r.keepServed(ctx, obj)
+	if kept == "" {
+		kept = "no version of it is in force"
 	}
-	cond.Message = "deleted, and its current spec cannot be served (the version served before, if any, finishes its teardowns): " + cond.Message
+	cond.Message = fmt.Sprintf("deleted, and its current spec cannot be served (%s): %s", kept, cond.Message)
 	return &cond
 }
 

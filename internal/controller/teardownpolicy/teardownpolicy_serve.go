@@ -7,6 +7,7 @@ package teardownpolicy
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -27,6 +28,9 @@ import (
 // version guards are still cleaned up rather than stuck.
 func (r *Reconciler) serve(ctx context.Context, obj client.Object, pol *policy.Policy, polErr error) metav1.Condition {
 	if cond, ok := r.validate(ctx, pol, polErr, statusOf(obj)); !ok {
+		if kept := r.keepServed(ctx, obj); kept != "" {
+			cond.Message += "; " + kept
+		}
 		return cond
 	}
 	if slices.ContainsFunc(pol.Steps, func(s policy.Step) bool { return s.Unused != nil }) {
@@ -36,11 +40,82 @@ func (r *Reconciler) serve(ctx context.Context, obj client.Object, pol *policy.P
 	if err := r.putInForce(ctx, pol, statusOf(obj)); err != nil {
 		return notReady(teardownv1alpha1.ForbiddenReason, "%s", err.Error())
 	}
+	recordServed(obj)
 	return metav1.Condition{
 		Type: teardownv1alpha1.ReadyCondition, Status: metav1.ConditionTrue, Reason: teardownv1alpha1.ServingReason,
 		Message: fmt.Sprintf("guarding %d target kind(s) with finalizer %s (%s)", len(pol.Kinds()), pol.Key, pol.Attach),
 	}
 }
+
+// recordServed records obj's spec, just put in force, in its status
+// (servedSpec, servedGeneration): the version that stays in force if a later
+// spec cannot be served, read from the API server after a restart.
+func recordServed(obj client.Object) {
+	status := statusOf(obj)
+	spec, err := json.Marshal(specOf(obj))
+	if err != nil {
+		return // a spec the API server stored always marshals
+	}
+	status.ServedSpec, status.ServedGeneration = string(spec), obj.GetGeneration()
+}
+
+// keepServed keeps in force the version of obj served before, when its
+// current spec cannot be served: the one this process serves, else (after a
+// restart) the one status.servedSpec records, checked again first (the
+// status is the controller's, but anyone granted policies/status could
+// write it: it is served only if it passes every check). A policy being
+// deleted keeps it as deleting, so the teardowns it started finish. It says
+// what stays in force, "" when nothing does.
+func (r *Reconciler) keepServed(ctx context.Context, obj client.Object) string {
+	if current, ok := r.Index.Get(refOf(obj)); ok && current.UID == obj.GetUID() {
+		if current.Yielded() {
+			return ""
+		}
+		if obj.GetDeletionTimestamp() != nil && !current.Deleting {
+			// A copy: served versions never change.
+			deleting := *current.Policy
+			deleting.Deleting = true
+			if err := r.putInForce(ctx, &deleting, statusOf(obj)); err != nil {
+				logf.FromContext(ctx).Error(err, "Could not keep the version in force as deleting")
+			}
+		}
+		return fmt.Sprintf("the version served before (generation %d) stays in force", current.Generation)
+	}
+	served := servedVersion(obj)
+	if served == nil {
+		return ""
+	}
+	pol, polErr := policy.FromObject(served)
+	if _, ok := r.validate(ctx, pol, polErr, statusOf(obj)); !ok {
+		return ""
+	}
+	if err := r.putInForce(ctx, pol, statusOf(obj)); err != nil {
+		logf.FromContext(ctx).Error(err, "Could not put the version served before in force again")
+		return ""
+	}
+	return fmt.Sprintf("the version served before (generation %d, recorded in status.servedSpec) stays in force", pol.Generation)
+}
+
+// servedVersion returns obj as it was when status.servedSpec was put in
+// force: its spec and generation; nil when there is no such earlier
+// version, or it does not parse.
+func servedVersion(obj client.Object) client.Object {
+	status := statusOf(obj)
+	if status.ServedSpec == "" || status.ServedGeneration == obj.GetGeneration() || len(status.ServedSpec) > maxServedSpec {
+		return nil
+	}
+	var spec teardownv1alpha1.TeardownPolicySpec
+	if err := json.Unmarshal([]byte(status.ServedSpec), &spec); err != nil {
+		return nil
+	}
+	served := obj.DeepCopyObject().(client.Object)
+	*specOf(served) = spec
+	served.SetGeneration(status.ServedGeneration)
+	return served
+}
+
+// maxServedSpec bounds what is parsed, as the CRD bounds status.servedSpec.
+const maxServedSpec = 1 << 20
 
 // putInForce serves pol, with the keys earlier versions left on objects,
 // and records in status what is served: status.finalizer and status.kinds
