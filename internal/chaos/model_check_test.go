@@ -290,7 +290,8 @@ func (c *checker) judgeLive(o *objHist, i int, key string) (string, string) {
 	if c.releasedByDeletion(o, key, t) {
 		return "live release (its policy was deleted)", ""
 	}
-	attached := prev.CM.Annotations["attached.finalizer.teardown.dev/"+annotationName(key)] == string(o.UID)
+	record, marked := prev.CM.Annotations["attached.finalizer.teardown.dev/"+annotationName(key)]
+	attached := marked && record == string(o.UID)
 	if !attached {
 		for j := i - 1; j >= 0; j-- {
 			s := o.States[j]
@@ -302,11 +303,21 @@ func (c *checker) judgeLive(o *objHist, i int, key string) (string, string) {
 			}
 		}
 	}
+	how := "live release (no policy in force selects it under this key)"
+	if !attached && marked {
+		// docs/controller.md, "Key ownership": an unbound attached record
+		// still lets a key be removed from an object not being deleted
+		// that the policy does not select; it lets nothing go.
+		attached, how = true, "live release (an unbound attached record: a tenant's, documented)"
+	}
 	if !attached {
 		return "", "the key was written by the object's tenant (a manifest's or an UPDATE's), not attached by Teardown"
 	}
 	for _, at := range c.checkTimes(o, t) {
-		os, _ := stateAt(o.States, at, func(s objState) time.Time { return s.At })
+		os, ok := stateAt(o.States, at, func(s objState) time.Time { return s.At })
+		if !ok {
+			continue
+		}
 		ns, _ := c.h.nsAt(o.NS, at)
 		held, deletedOnly := false, false
 		for _, p := range c.h.pols {
@@ -326,7 +337,7 @@ func (c *checker) judgeLive(o *objHist, i int, key string) (string, string) {
 		if deletedOnly && ns.Deleting {
 			return "", "released because its policy was deleted, in namespace " + o.NS + ", which was being deleted"
 		}
-		return "live release (no policy in force selects it under this key)", ""
+		return how, ""
 	}
 	return "", "a policy in force with this key selected the object throughout the last " + (5 * time.Second).String()
 }
@@ -336,9 +347,9 @@ func (c *checker) judgeLive(o *objHist, i int, key string) (string, string) {
 // "When a policy is deleted"), except in a namespace being deleted.
 func (c *checker) releasedByDeletion(o *objHist, key string, t time.Time) bool {
 	for _, at := range c.checkTimes(o, t) {
-		os, _ := stateAt(o.States, at, func(s objState) time.Time { return s.At })
+		os, ok := stateAt(o.States, at, func(s objState) time.Time { return s.At })
 		ns, _ := c.h.nsAt(o.NS, at)
-		if ns.Deleting {
+		if !ok || ns.Deleting {
 			continue
 		}
 		for _, p := range c.h.pols {
