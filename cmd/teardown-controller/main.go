@@ -50,6 +50,7 @@ func main() {
 	var allowedCIDRs steps.CIDRs
 	flag.Var(&allowedCIDRs, steps.AllowedCIDRsFlag, "Destinations webhook steps may call although they are loopback, link-local, cloud metadata or unspecified addresses, as CIDR prefixes (repeated or comma-separated), such as 127.0.0.0/8 for a local test server.")
 	flag.BoolVar(&opts.Controller.WebhookAllowHTTP, steps.AllowHTTPFlag, false, "Let webhook steps call plain http:// URLs; by default only https:// is called.")
+	webhookProxy := flag.String(steps.WebhookProxyFlag, "", "HTTP proxy (http:// or https:// URL) of webhook calls to IP addresses and to outside names written absolute (https://hooks.example.com./); names in the cluster are called directly. The proxy's address is guarded like a destination (--"+steps.AllowedCIDRsFlag+"). HTTPS_PROXY and HTTP_PROXY are never used.")
 	flag.StringVar(&opts.Controller.ClusterResourceNamespace, "cluster-resource-namespace", podNamespace(), "Namespace of the signing Secrets of ClusterTeardownPolicies' webhook steps (default: the POD_NAMESPACE variable, else the pod's own namespace).")
 	flag.StringVar(&opts.Controller.ClusterDomain, steps.ClusterDomainFlag, steps.DefaultClusterDomain, "The cluster's DNS domain (the kubelet's --cluster-domain), by which a TeardownPolicy's webhook URL hosts are read: <service>.<namespace>.svc.<domain> and the other forms must name its own namespace.")
 	flag.StringVar(&opts.Controller.WebhookConfiguration, "attach-webhook-configuration", "", "Name of the MutatingWebhookConfiguration of the attach-at-create webhook; empty turns the webhook off.")
@@ -76,6 +77,12 @@ func main() {
 	}
 	controller.SetGCPercent(*gcPercent)
 	opts.Controller.WebhookAllowedCIDRs = allowedCIDRs
+	proxy, err := steps.ParseWebhookProxy(*webhookProxy, allowedCIDRs)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "teardown-controller:", err)
+		os.Exit(2)
+	}
+	opts.Controller.WebhookProxy = proxy
 	if err := steps.ValidateClusterDomain(opts.Controller.ClusterDomain); err != nil {
 		fmt.Fprintln(os.Stderr, "teardown-controller:", err)
 		os.Exit(2)

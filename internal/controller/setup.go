@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"net/url"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -62,6 +63,10 @@ type Options struct {
 	// which a TeardownPolicy's webhook hosts are read; empty is
 	// cluster.local.
 	ClusterDomain string
+	// WebhookProxy is the HTTP proxy of webhook calls to addresses and
+	// outside names (--webhook-proxy, steps.ParseWebhookProxy); nil calls
+	// everything directly.
+	WebhookProxy *url.URL
 	// WebhookConfiguration, when set, serves the attach-at-create webhook
 	// on the manager's webhook server and keeps the rules of this
 	// MutatingWebhookConfiguration on the kinds Automatic policies target.
@@ -151,6 +156,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		HTTP: steps.NewWebhookClients(steps.WebhookOptions{
 			AllowHTTP: opts.WebhookAllowHTTP, AllowedCIDRs: opts.WebhookAllowedCIDRs,
 			ClusterResourceNamespace: opts.ClusterResourceNamespace, ClusterDomain: opts.ClusterDomain,
+			Proxy: opts.WebhookProxy,
 		}),
 		Now:  time.Now,
 		Uses: uses,

@@ -99,7 +99,7 @@ func (r *Runner) webhook(ctx context.Context, pol *policy.Policy, key string, st
 		}
 		return transient(err)
 	}
-	httpClient, err := r.HTTP.forCall(w.CABundle, WebhookNamespace(pol))
+	httpClient, err := r.HTTP.forURL(w.CABundle, WebhookNamespace(pol), target)
 	if err != nil {
 		return transient(err)
 	}

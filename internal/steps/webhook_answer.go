@@ -196,9 +196,12 @@ func describeCallError(err error) string {
 		recordErr   tls.RecordHeaderError
 		netErr      net.Error
 	)
+	var proxyErr *ProxyError
 	switch {
 	case errors.As(err, &destErr):
 		return destErr.Error()
+	case errors.As(err, &proxyErr):
+		return proxyErr.Error()
 	case errors.Is(err, context.DeadlineExceeded):
 		return "timed out"
 	case errors.Is(err, context.Canceled):

@@ -11,6 +11,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"net/http"
+	"net/url"
 	"slices"
 	"sync"
 )
@@ -37,6 +38,8 @@ type HTTPClients struct {
 type clientKey struct {
 	caBundle   [32]byte
 	namespaced bool
+	// proxied clients call through WebhookOptions.Proxy (webhook_proxy.go).
+	proxied bool
 }
 
 // NewHTTPClients returns an empty set of clients with the default options:
@@ -55,10 +58,26 @@ func (h *HTTPClients) forCABundle(caBundle []byte) (*http.Client, error) {
 	return h.forCall(caBundle, "")
 }
 
-// forCall is the client of a call trusting caBundle, for a TeardownPolicy
-// of namespace ns, or a ClusterTeardownPolicy when ns is "".
+// forURL is the client of a call to target trusting caBundle, for a
+// TeardownPolicy of namespace ns, or a ClusterTeardownPolicy when ns is "":
+// through the operator's proxy when there is one and target's host is an
+// address or an outside name (viaProxy), else direct.
+func (h *HTTPClients) forURL(caBundle []byte, ns, target string) (*http.Client, error) {
+	if h.opts.Proxy != nil {
+		if u, err := url.Parse(target); err == nil && viaProxy(u.Hostname(), h.opts.ClusterDomain) {
+			return h.client(clientKey{caBundle: sha256.Sum256(caBundle), namespaced: ns != "", proxied: true}, caBundle)
+		}
+	}
+	return h.forCall(caBundle, ns)
+}
+
+// forCall is the client of a direct call trusting caBundle, for a
+// TeardownPolicy of namespace ns, or a ClusterTeardownPolicy when ns is "".
 func (h *HTTPClients) forCall(caBundle []byte, ns string) (*http.Client, error) {
-	key := clientKey{caBundle: sha256.Sum256(caBundle), namespaced: ns != ""}
+	return h.client(clientKey{caBundle: sha256.Sum256(caBundle), namespaced: ns != ""}, caBundle)
+}
+
+func (h *HTTPClients) client(key clientKey, caBundle []byte) (*http.Client, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if c, ok := h.clients[key]; ok {
@@ -77,6 +96,16 @@ func (h *HTTPClients) forCall(caBundle []byte, ns string) (*http.Client, error) 
 	// No proxy from the environment: a proxy would connect to the
 	// destination on the controller's behalf, out of the guard's sight.
 	transport.Proxy = nil
+	if key.proxied {
+		// The operator's proxy: the transport dials only the proxy,
+		// through the guard; the proxy resolves and connects to the
+		// destination (CONNECT for https, so TLS stays end to end), whose
+		// URL was checked before the call (CheckDestination). The names
+		// sent to it are IP addresses or absolute, so no search domain of
+		// the proxy's applies.
+		transport.Proxy = http.ProxyURL(h.opts.Proxy)
+		transport.DialContext = proxyDial(h.dial, h.opts.Proxy.Host)
+	}
 	if len(caBundle) > 0 {
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(caBundle) {

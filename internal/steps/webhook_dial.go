@@ -43,6 +43,10 @@ type WebhookOptions struct {
 	// means cluster.local. It is how the names a TeardownPolicy may call
 	// are read (webhook_dns.go).
 	ClusterDomain string
+	// Proxy, when set (--webhook-proxy, ParseWebhookProxy), is the HTTP
+	// proxy of calls to IP addresses and absolute outside names
+	// (webhook_proxy.go). No proxy is ever taken from the environment.
+	Proxy *url.URL
 }
 
 // forbiddenRange is a range of addresses a webhook step never connects to
