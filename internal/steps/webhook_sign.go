@@ -30,6 +30,10 @@ import (
 const (
 	// SignatureHeader carries "t=<unix seconds>,v1=<hex HMAC-SHA256>", the
 	// HMAC keyed with the policy's signing secret over "<t>.<body>".
+	//
+	// Deprecated: sent beside the Standard Webhooks headers
+	// (webhook_sign_standard.go) through the next release, then removed
+	// (UPGRADING.md).
 	SignatureHeader = "Teardown-Signature"
 	// DeliveryHeader carries a random identifier of the request, for
 	// receivers' logs. It is not covered by the signature.
