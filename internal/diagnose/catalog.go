@@ -200,5 +200,6 @@ func isGenericManager(m string) bool {
 			return true
 		}
 	}
-	return strings.HasPrefix(m, "kubectl-") || strings.HasPrefix(m, "Mozilla/") || strings.HasPrefix(m, "curl/")
+	// A Go test binary (pkg.test) is a client, never a deployed controller.
+	return strings.HasPrefix(m, "kubectl-") || strings.HasPrefix(m, "Mozilla/") || strings.HasPrefix(m, "curl/") || strings.HasSuffix(m, ".test")
 }

@@ -67,7 +67,7 @@ func (e *Explainer) namespaceFindings(ctx context.Context, u *unstructured.Unstr
 		fd := Finding{Cause: CauseForeignSpecFinalizer, Catalog: "A10", Severity: SeverityBlocker, Object: &ref, Finalizer: string(f), Location: "spec",
 			FixOwner: "the component that owns the token"}
 		entry, ok := lookupCatalog(string(f), "Namespace")
-		fd.Owner = e.findOwner(ctx, gvkNamespace, ns, string(f), entry, ok)
+		fd.Owner = e.findOwner(ctx, gvrNamespace, gvkNamespace, ns, string(f), entry, ok)
 		if string(f) == "foregroundDeletion" || string(f) == "orphan" {
 			fd.Owner = &Owner{Source: SourceNone, State: OwnerUnknown}
 			fd.Message = fmt.Sprintf("spec.finalizers holds %q, a metadata finalizer put there by mistake: nothing removes it from spec", f)

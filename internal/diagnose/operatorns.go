@@ -67,6 +67,11 @@ func (e *Explainer) operatorHome(ctx context.Context, owner *Owner, entry Entry)
 func (e *Explainer) operatorInNamespace(fd *Finding, owner *Owner, ns, evidence string) {
 	fd.Cause, fd.Catalog = CauseOwnerInTerminatingNamespace, "A8"
 	owner.Evidence = append(owner.Evidence, evidence)
+	if owner.Manager != "" && !isGenericManager(owner.Manager) {
+		// The writer of the finalizer, and where it ran (its workload, or
+		// the binding still granting its ServiceAccount), agree.
+		owner.Confidence = ConfidenceCertain
+	}
 	fd.Message = fmt.Sprintf("%s owns %q and ran in namespace %s, which is being deleted (%s): it is gone before it could clean up, and cannot be reinstalled there, as a Terminating namespace refuses new objects",
 		owner.Component, fd.Finalizer, ns, evidence)
 	fd.FixOwner = "operator vendor (design); cluster admin"

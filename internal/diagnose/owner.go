@@ -39,7 +39,7 @@ func (e *Explainer) ownedFinalizer(ctx context.Context, fd *Finding, s subject) 
 // B5, A8).
 func (e *Explainer) ownerFinding(ctx context.Context, fd *Finding, s subject) {
 	gvk, obj, entry, inCatalog := s.GVK, s.Obj, s.Entry, s.InCatalog
-	owner := e.findOwner(ctx, gvk, obj, fd.Finalizer, entry, inCatalog)
+	owner := e.findOwner(ctx, s.GVR, gvk, obj, fd.Finalizer, entry, inCatalog)
 	fd.Owner = owner
 	progress := ""
 	if fd.Progress != nil {
@@ -98,6 +98,7 @@ func (e *Explainer) ownerFinding(ctx context.Context, fd *Finding, s subject) {
 			fd.Remedy = fmt.Sprintf("find the controller of %s and check it is running; do not judge it dead from names alone", owner.Component)
 		}
 	}
+	noStripOnAGuess(fd) // remover.go
 }
 
 func managerOrUnknown(m string) string {
@@ -109,7 +110,20 @@ func managerOrUnknown(m string) string {
 
 // findOwner combines the signals of §3: Teardown policies, the catalog,
 // managedFields, CRD and APIService groups; then looks for the workload.
-func (e *Explainer) findOwner(ctx context.Context, gvk schema.GroupVersionKind, obj metav1.Object, fin string, entry Entry, inCatalog bool) *Owner {
+func (e *Explainer) findOwner(ctx context.Context, gvr schema.GroupVersionResource, gvk schema.GroupVersionKind, obj metav1.Object, fin string, entry Entry, inCatalog bool) *Owner {
+	o := e.findOwnerWorkload(ctx, gvr, gvk, obj, fin, entry, inCatalog)
+	if o.Confidence == "" {
+		// Found by a product-specific check (csi.go) or not at all.
+		o.Confidence = ConfidenceUnknown
+		if o.Workload != nil {
+			o.Confidence = ConfidenceLikely
+		}
+	}
+	return o
+}
+
+// findOwnerWorkload is findOwner before its confidence is settled.
+func (e *Explainer) findOwnerWorkload(ctx context.Context, gvr schema.GroupVersionResource, gvk schema.GroupVersionKind, obj metav1.Object, fin string, entry Entry, inCatalog bool) *Owner {
 	o := &Owner{Source: SourceNone, State: OwnerUnknown, Manager: finalizerManager(obj, fin)}
 	// candidates name the controller that removes the finalizer; the
 	// manager that added it is only a fallback, as whoever added it
@@ -129,7 +143,12 @@ func (e *Explainer) findOwner(ctx context.Context, gvk schema.GroupVersionKind, 
 		o.Evidence = append(o.Evidence, "catalog: "+entry.Component)
 		candidates = append(candidates, entry.Workloads...)
 		if entry.BuiltIn {
+			o.Confidence = ConfidenceCertain
 			return o
+		}
+		if narrowed, ok := narrowToWriter(candidates, o.Manager); ok {
+			candidates = narrowed
+			o.Evidence = append(o.Evidence, fmt.Sprintf("managedFields: of %s's workloads, %q wrote the finalizer", entry.Component, o.Manager))
 		}
 	}
 	if o.Manager != "" && !isGenericManager(o.Manager) {
@@ -163,14 +182,19 @@ func (e *Explainer) findOwner(ctx context.Context, gvk schema.GroupVersionKind, 
 		}
 	}
 	if o.Source == SourceNone {
+		// Nothing in the cluster claims it: B5, as certain as the cluster's
+		// signals can make it.
+		o.Confidence = ConfidenceCertain
 		return o
 	}
 	w, ok, handled := e.csiOwner(ctx, o, gvk, obj, fin)
 	if !handled {
-		w, ok = e.findWorkload(ctx, candidates)
+		// remover.go: the writer's workload first, then the product's,
+		// each judged by what its ServiceAccount may write.
+		w, ok = e.pickRemover(ctx, gvr, obj, o, candidates, managers)
 	}
-	if !ok && !handled && len(managers) > 0 {
-		w, ok = e.findWorkload(ctx, managers)
+	if ok && o.Source == SourcePolicy {
+		o.Confidence = ConfidenceCertain
 	}
 	candidates = append(candidates, managers...)
 	if len(candidates) == 0 {
@@ -196,10 +220,15 @@ func (e *Explainer) findOwner(ctx context.Context, gvk schema.GroupVersionKind, 
 				o.State = OwnerAlive
 				o.Evidence = append(o.Evidence, fmt.Sprintf("%s is held by %q, renewed %s ago", l.Ref, l.Holder, age.Round(time.Second)))
 			}
+			o.Confidence = ConfidenceLikely
 			return o
 		}
-		o.State = OwnerMissing
 		o.Evidence = append(o.Evidence, fmt.Sprintf("no Deployment, StatefulSet, DaemonSet, pod or Lease named or labelled %s was found", strings.Join(candidates, ", ")))
+		if writerDisagrees(o, entry, inCatalog) {
+			unknownRemover(o, entry)
+			return o
+		}
+		o.State, o.Confidence = OwnerMissing, ConfidenceLikely
 		return o
 	}
 	o.Workload = &w.Ref
@@ -286,6 +315,7 @@ func (e *Explainer) ownersStopped(fs []Finding) {
 		f.Message += fmt.Sprintf("; but %s is %s (%s), and nothing else removes %q", orUnknown(f.Owner.Component), f.Owner.State, lastEvidence(f.Owner), f.Finalizer)
 		f.FixOwner = "whoever runs " + orUnknown(f.Owner.Component)
 		f.Remedy = fmt.Sprintf("bring %s back so it removes the finalizer; release only once its cleanup is done or accepted as leaked", orUnknown(f.Owner.Component))
+		noStripOnAGuess(f) // remover.go
 	})
 }
 

@@ -66,6 +66,12 @@ type Owner struct {
 	// State: alive, down (found but not running), missing (expected workload
 	// not found), unknown.
 	State string `json:"state"`
+	// Confidence in who the remover is: certain (the writer of the
+	// finalizer runs in Workload and its ServiceAccount may write the
+	// object; or Teardown, or the control plane), likely (one signal, none
+	// against it), unknown (signals disagree or name nothing found). Only a
+	// certain owner's finding offers to remove the finalizer by hand.
+	Confidence string `json:"confidence,omitempty"`
 	// Workload is the Deployment/StatefulSet/DaemonSet/Pod found for it.
 	Workload *ObjectRef `json:"workload,omitempty"`
 	// ServiceAccount (namespace/name) the workload runs as; its RBAC is

@@ -30,7 +30,8 @@ type workload struct {
 	Containers []string
 }
 
-// containersOf returns the container names and image names of a pod spec.
+// containersOf returns the container names, image names and command
+// names of a pod spec.
 func containersOf(spec *corev1.PodSpec) []string {
 	var out []string
 	for _, c := range spec.Containers {
@@ -42,6 +43,11 @@ func containersOf(spec *corev1.PodSpec) []string {
 			img = img[:i]
 		}
 		out = append(out, c.Name, img)
+		if len(c.Command) > 0 {
+			// The binary: client-go's default user agent, and so field
+			// manager, is its name (kubebuilder's /manager).
+			out = append(out, c.Command[0][strings.LastIndex(c.Command[0], "/")+1:])
+		}
 	}
 	return out
 }
@@ -54,24 +60,20 @@ func serviceAccountOf(spec *corev1.PodSpec) string {
 	return "default"
 }
 
-// findWorkload finds a Deployment, StatefulSet, DaemonSet or bare pod named
-// after, or labelled (app.kubernetes.io/name, app) with, a candidate.
-func (e *Explainer) findWorkload(ctx context.Context, candidates []string) (workload, bool) {
-	workloads := e.c.workloadList(ctx)
-	var best *workload
-	for i := range workloads {
-		w := &workloads[i]
-		if !workloadMatches(w.Ref.Name, w.Labels, candidates) && !containsAny(w.Containers, candidates) {
-			continue
-		}
-		if best == nil || (best.Ready == 0 && w.Ready > 0) {
-			best = w
+// matchingWorkloads returns every Deployment, StatefulSet and DaemonSet
+// named after, labelled (app.kubernetes.io/name, app) with, or running a
+// container, image or command called, a candidate; without one, a bare pod
+// labelled so (an operator run as a pod, or pods of a deleted Deployment).
+func (e *Explainer) matchingWorkloads(ctx context.Context, candidates []string) []workload {
+	var out []workload
+	for _, w := range e.c.workloadList(ctx) {
+		if workloadMatches(w.Ref.Name, w.Labels, candidates) || containsAny(w.Containers, candidates) {
+			out = append(out, w)
 		}
 	}
-	if best != nil {
-		return *best, true
+	if len(out) > 0 {
+		return out
 	}
-	// Bare pods (an operator run as a pod, or pods of a deleted Deployment).
 	for _, c := range candidates {
 		for _, key := range []string{"app.kubernetes.io/name", "app"} {
 			pods, err := e.c.podsLabelled(ctx, key+"="+c)
@@ -83,11 +85,11 @@ func (e *Explainer) findWorkload(ctx context.Context, candidates []string) (work
 			if podReady(&p) && p.DeletionTimestamp == nil {
 				ready = 1
 			}
-			return workload{Ref: ObjectRef{APIVersion: "v1", Kind: "Pod", Resource: "pods", Namespace: p.Namespace, Name: p.Name}, Labels: p.Labels, Ready: ready, Desired: 1, Deleting: p.DeletionTimestamp != nil,
-				ServiceAccount: serviceAccountOf(&p.Spec)}, true
+			return []workload{{Ref: ObjectRef{APIVersion: "v1", Kind: "Pod", Resource: "pods", Namespace: p.Namespace, Name: p.Name}, Labels: p.Labels, Ready: ready, Desired: 1, Deleting: p.DeletionTimestamp != nil,
+				ServiceAccount: serviceAccountOf(&p.Spec)}}
 		}
 	}
-	return workload{}, false
+	return nil
 }
 
 type leaseInfo struct {

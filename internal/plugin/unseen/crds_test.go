@@ -39,16 +39,23 @@ import (
 // stored at it: a read at v1 has to convert them.
 func twoVersionCRD(t *testing.T, group, kind, plural string) *apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
+	return newCRD(t, group, kind, plural, "v1alpha1", "v1")
+}
+
+// newCRD creates a namespaced CRD serving versions, the first one stored,
+// and waits until the last one is served.
+func newCRD(t *testing.T, group, kind, plural string, versions ...string) *apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
 	ax := apiextensionsclient.NewForConfigOrDie(restConfig)
 	schemaAny := &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptr.To(true)}}
 	crd := &apiextensionsv1.CustomResourceDefinition{
 		ObjectMeta: metav1.ObjectMeta{Name: plural + "." + group},
 		Spec: apiextensionsv1.CustomResourceDefinitionSpec{Group: group, Scope: apiextensionsv1.NamespaceScoped,
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Kind: kind, ListKind: kind + "List", Plural: plural, Singular: kindLower(kind)},
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{
-				{Name: "v1alpha1", Served: true, Storage: true, Schema: schemaAny},
-				{Name: "v1", Served: true, Storage: false, Schema: schemaAny},
-			}}}
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Kind: kind, ListKind: kind + "List", Plural: plural, Singular: kindLower(kind)}}}
+	for i, v := range versions {
+		crd.Spec.Versions = append(crd.Spec.Versions, apiextensionsv1.CustomResourceDefinitionVersion{Name: v, Served: true, Storage: i == 0, Schema: schemaAny})
+	}
+	last := versions[len(versions)-1]
 	got, err := ax.ApiextensionsV1().CustomResourceDefinitions().Create(t.Context(), crd, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +67,7 @@ func twoVersionCRD(t *testing.T, group, kind, plural string) *apiextensionsv1.Cu
 		}
 		for _, cond := range c.Status.Conditions {
 			if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
-				_, err := dyn.Resource(schema.GroupVersionResource{Group: group, Version: "v1", Resource: plural}).List(ctx, metav1.ListOptions{})
+				_, err := dyn.Resource(schema.GroupVersionResource{Group: group, Version: last, Resource: plural}).List(ctx, metav1.ListOptions{})
 				return err == nil, nil
 			}
 		}
