@@ -123,6 +123,15 @@ func (c *checker) checkRemovals(o *objHist) {
 		}
 		for _, k := range removed {
 			c.removals++
+			if next.Gone && !next.Gap && o.deletionStart().IsZero() {
+				// Gone without ever carrying a deletionTimestamp: no one
+				// removed the key, kube-apiserver deleted the object past
+				// it, because the DELETE read the object before the key was
+				// added (kubernetes/kubernetes#77988; docs/controller.md,
+				// "Attach at create").
+				c.byJust["deleted past the key by kube-apiserver (kubernetes#77988)"]++
+				continue
+			}
 			deleting := prev.CM.DeletionTimestamp != nil || next.Gone
 			var just, why string
 			if deleting {
