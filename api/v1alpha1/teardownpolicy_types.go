@@ -361,9 +361,11 @@ type WebhookAction struct {
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 
 	// signingSecretRef names a key of a Secret holding the shared secret
-	// the controller signs each request with (HMAC-SHA256 over the
-	// timestamp and the body, in the Teardown-Signature header), so the
-	// receiver can check who called. The Secret is in the policy's
+	// the controller signs each request with, in the Standard Webhooks form
+	// (webhook-id, webhook-timestamp, webhook-signature: HMAC-SHA256 over
+	// "id.timestamp.body"; a whsec_ value is base64-decoded), so the
+	// receiver can check who called with a Standard Webhooks library. The
+	// older Teardown-Signature header is sent too, for one release. The Secret is in the policy's
 	// namespace for a TeardownPolicy (read as its ServiceAccount), in the
 	// controller's namespace for a ClusterTeardownPolicy.
 	// +optional
