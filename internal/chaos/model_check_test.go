@@ -104,8 +104,14 @@ func (c *checker) checkCalls() {
 				c.violate("cleanup-of-a-live-object", "call #%d at %s from %s for %s/%s, deletionTimestamp %v", e.Seq, e.At.Format(time.StampMilli), e.Path, o.NS, o.Name, dt)
 			}
 			if at, ok := c.h.firstSelected(p, o, e.Finalizer); !ok || at.After(e.At.Add(slack)) {
-				c.violate("call-on-an-object-never-selected", "%s called its receiver (step %s, key %s) for %s/%s, which it never selected under that key before the call (first selected: %v)\n  %s\n  records: %s",
-					e.Path, e.Step, e.Finalizer, o.NS, o.Name, fmtTime(at, ok), c.policyString(p), c.recordsString(o, -1))
+				upTo := 0
+				for i, s := range o.States {
+					if !s.At.After(e.At) {
+						upTo = i
+					}
+				}
+				c.violate("call-on-an-object-never-selected", "%s called its receiver (step %s, key %s) at %s for %s/%s, which it never selected under that key before the call (first selected: %v)\n  object: %s\n  policies with this key: %s%s",
+					e.Path, e.Step, e.Finalizer, e.At.Format(time.StampMilli), o.NS, o.Name, fmtTime(at, ok), c.statesString(o, upTo), c.policiesWithKey(e.Finalizer, e.At), c.logEvidence(o.Name))
 			}
 		}
 	}
@@ -363,7 +369,11 @@ func (c *checker) releasedByDeletion(o *objHist, key string, t time.Time) bool {
 		}
 		for _, p := range c.h.pols {
 			s, ok := stateAt(p.States, at, func(s polState) time.Time { return s.At })
-			if ok && s.Deleting && p.key(s.Spec) == key && p.selects(s.Spec, o.NS, os.CM.Labels, ns.Labels) {
+			deleting := ok && s.Deleting
+			if del, seen := p.deletedAt(); ok && seen && !del.After(at) {
+				deleting = true // its deletion reached our watch late, across a gap
+			}
+			if deleting && p.key(s.Spec) == key && p.selects(s.Spec, o.NS, os.CM.Labels, ns.Labels) {
 				return true
 			}
 		}

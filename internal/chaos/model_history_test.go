@@ -53,6 +53,7 @@ func (o *objHist) deletionStart() time.Time {
 
 type polState struct {
 	At       time.Time
+	Gap      bool
 	Gone     bool
 	Deleting bool
 	Ready    bool
@@ -78,10 +79,15 @@ func (p *polHist) key(s teardownv1alpha1.TeardownPolicySpec) string {
 	return p.NS + ".teardown.dev/" + p.Name
 }
 
-// deletedAt is when the policy was first seen being deleted.
+// deletedAt is the earliest time the policy may have been deleted: when it
+// was first seen being deleted or gone, or, if that was first seen across
+// a watch gap, when it was last seen before the gap.
 func (p *polHist) deletedAt() (time.Time, bool) {
-	for _, s := range p.States {
+	for i, s := range p.States {
 		if s.Deleting || s.Gone {
+			if s.Gap && i > 0 {
+				return p.States[i-1].At, true
+			}
 			return s.At, true
 		}
 	}
@@ -157,7 +163,7 @@ func (h *history) addPolicy(r record, kind string, om metav1.ObjectMeta, spec te
 		p = &polHist{ID: id, Kind: kind, NS: om.Namespace, Name: om.Name, UID: om.UID}
 		h.pols[id] = p
 	}
-	p.States = append(p.States, polState{At: r.At, Gone: r.Type == watch.Deleted, Deleting: om.DeletionTimestamp != nil,
+	p.States = append(p.States, polState{At: r.At, Gap: r.Gap, Gone: r.Type == watch.Deleted, Deleting: om.DeletionTimestamp != nil,
 		Ready: meta.IsStatusConditionTrue(st.Conditions, teardownv1alpha1.ReadyCondition), Spec: spec, Status: st, Gen: om.Generation})
 }
 
