@@ -206,7 +206,9 @@ func (p *polHist) selects(s teardownv1alpha1.TeardownPolicySpec, ns string, objL
 }
 
 // firstSelected is the earliest time at which policy p, with key key,
-// selected object o (by their states and its namespace's), or false.
+// selected object o (by their states and its namespace's), or false. The
+// controller decides from caches that may lag the API by a moment, so each
+// of the three may be any state it had in the slack before that time.
 func (h *history) firstSelected(p *polHist, o *objHist, key string) (time.Time, bool) {
 	var times []time.Time
 	for _, s := range p.States {
@@ -219,18 +221,37 @@ func (h *history) firstSelected(p *polHist, o *objHist, key string) (time.Time, 
 		times = append(times, s.At)
 	}
 	sort.Slice(times, func(i, j int) bool { return times[i].Before(times[j]) })
+	at := func(s polState) time.Time { return s.At }
 	for _, t := range times {
-		ps, ok1 := stateAt(p.States, t, func(s polState) time.Time { return s.At })
-		os, ok2 := stateAt(o.States, t, func(s objState) time.Time { return s.At })
-		ns, ok3 := h.nsAt(o.NS, t)
-		if !ok1 || !ok2 || !ok3 || ps.Gone || os.Gone {
-			continue
-		}
-		if p.key(ps.Spec) == key && p.selects(ps.Spec, o.NS, os.CM.Labels, ns.Labels) {
-			return t, true
+		for _, ps := range statesWithin(p.States, t, at) {
+			if ps.Gone || p.key(ps.Spec) != key {
+				continue
+			}
+			for _, os := range statesWithin(o.States, t, func(s objState) time.Time { return s.At }) {
+				for _, ns := range statesWithin(h.nss[o.NS], t, func(s nsState) time.Time { return s.At }) {
+					if !os.Gone && p.selects(ps.Spec, o.NS, os.CM.Labels, ns.Labels) {
+						return t, true
+					}
+				}
+			}
 		}
 	}
 	return time.Time{}, false
+}
+
+// statesWithin returns the states valid at some time in [t-slack, t].
+func statesWithin[S any](states []S, t time.Time, at func(S) time.Time) []S {
+	var out []S
+	for i, s := range states {
+		if at(s).After(t) {
+			break
+		}
+		if i+1 < len(states) && !at(states[i+1]).After(t.Add(-slack)) {
+			continue // replaced before the window
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 // stateAt returns the last state at or before t.
