@@ -382,3 +382,60 @@ func TestSameSecondPoliciesDoNotTradeAKey(t *testing.T) {
 		t.Errorf("z lost its key: %s: %s", cond.Reason, cond.Message)
 	}
 }
+
+// TestTenantKeyElsewhereDoesNotUnservePolicy (issue 16, found by TestModel
+// seeds 20 to 22): a policy in force starts a teardown; a tenant then
+// declares the policy's key on another object of the namespace, one the
+// policy does not select. That is no evidence that the key is another
+// controller's (the policy had it first), so the policy stays in force,
+// across a controller restart too, and the teardown it started finishes;
+// the tenant's object keeps its key.
+func TestTenantKeyElsewhereDoesNotUnservePolicy(t *testing.T) {
+	const key = "example.com/first"
+	ns := newNamespace(t)
+	var succeed atomic.Bool
+	hook := newCleanupServer(t, func(webhookRequest) answer {
+		if succeed.Load() {
+			return success
+		}
+		return inProgress
+	})
+	c := startController(t, "controller", "--status-interval=1s")
+	pol := &teardownv1alpha1.TeardownPolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "first"},
+		Spec: teardownv1alpha1.TeardownPolicySpec{
+			Finalizer: key, Targets: []teardownv1alpha1.Target{configMapTarget(labels("app", "guarded"))},
+			Steps: []teardownv1alpha1.Step{hook.step("cleanup")},
+		},
+	}
+	create(t, pol)
+	mustBeReady(t, pol)
+	cm := guardedConfigMaps(t, ns, key, 1)[0]
+	deleteNow(t, cm)
+	testenv.Eventually(t, 30*time.Second, "the cleanup to start", func(context.Context) (bool, error) { return hook.callsFor(cm.UID) > 0, nil })
+
+	declared := configMap(ns, "declared", labels("app", "unselected"), key)
+	create(t, declared)
+	t.Cleanup(func() {
+		_ = k8s.Patch(context.Background(), declared, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
+	})
+	time.Sleep(3 * time.Second) // three --status-interval: each reconcile checks the policy again
+	if err := c.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	calls := hook.callsFor(cm.UID)
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 30*time.Second, "the restarted controller to go on with the cleanup", func(context.Context) (bool, error) {
+		return hook.callsFor(cm.UID) > calls, nil
+	})
+	if cond := readyOf(t, pol, 10*time.Second); cond.Status != metav1.ConditionTrue {
+		t.Errorf("the policy lost its key to a tenant's declaration elsewhere: %s: %s", cond.Reason, cond.Message)
+	}
+	succeed.Store(true)
+	testenv.Eventually(t, 30*time.Second, "the object to go after its cleanup", testenv.Gone(k8s, cm))
+	if ok, err := carries(context.Background(), declared, key); err != nil || !ok {
+		t.Errorf("the tenant's declared key was removed from an object the policy does not select (carries=%v, err=%v)", ok, err)
+	}
+}

@@ -65,6 +65,15 @@ func (r *Reconciler) validate(ctx context.Context, pol *policy.Policy, polErr er
 		r.yield(ctx, pol, status)
 		return cond, false
 	}
+	if inForce(pol, status) {
+		// Already in force with this key (its status says so): the check
+		// is whether the key was someone else's before this policy took
+		// it. A key a tenant writes since on an object the policy does not
+		// select is no such evidence, and must not unserve the policy and
+		// stall the teardowns it started (the policy never touches that
+		// object).
+		return metav1.Condition{}, true
+	}
 	return r.checkForeignKey(ctx, pol)
 }
 
