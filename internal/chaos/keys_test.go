@@ -439,3 +439,75 @@ func TestTenantKeyElsewhereDoesNotUnservePolicy(t *testing.T) {
 		t.Errorf("the tenant's declared key was removed from an object the policy does not select (carries=%v, err=%v)", ok, err)
 	}
 }
+
+// TestAnotherPolicysAttachmentIsNoProof (issue 16, found by TestModel seeds
+// 20, 21 and 24): a tenant's TeardownPolicy attaches its key to an object.
+// While the controller is down, the object is deleted and a
+// ClusterTeardownPolicy with the same key, selecting other objects, is
+// created: once the controller is back, the cluster policy owns the key.
+// Teardown's attached record on the object is bound to it and names the
+// policy that attached it, so the cluster policy, which never selected it,
+// never calls its webhook for it; the tenant's policy, which guarded it,
+// finishes its teardown.
+func TestAnotherPolicysAttachmentIsNoProof(t *testing.T) {
+	const key = "example.com/attached-by"
+	ns := newNamespace(t)
+	var tenantSucceeds atomic.Bool
+	tenantHook := newCleanupServer(t, func(webhookRequest) answer {
+		if tenantSucceeds.Load() {
+			return success
+		}
+		return inProgress
+	})
+	clusterHook := newCleanupServer(t, func(webhookRequest) answer { return success })
+	c := startController(t, "controller")
+	tenant := &teardownv1alpha1.TeardownPolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tenant"},
+		Spec: teardownv1alpha1.TeardownPolicySpec{
+			Finalizer: key, Targets: []teardownv1alpha1.Target{configMapTarget(labels("app", "db"))},
+			Steps: []teardownv1alpha1.Step{tenantHook.step("tenant")},
+		},
+	}
+	create(t, tenant)
+	mustBeReady(t, tenant)
+	cm := configMap(ns, "db", labels("app", "db"))
+	create(t, cm)
+	testenv.Eventually(t, 30*time.Second, "the tenant's policy to attach its key", func(ctx context.Context) (bool, error) { return carries(ctx, cm, key) })
+
+	if err := c.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	deleteNow(t, cm)
+	name := strings.ToLower(strings.ReplaceAll(t.Name(), "_", "-"))
+	cluster := &teardownv1alpha1.ClusterTeardownPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: teardownv1alpha1.TeardownPolicySpec{
+			Finalizer: key, Targets: []teardownv1alpha1.Target{configMapTarget(labels("app", "web"))},
+			Steps: []teardownv1alpha1.Step{clusterHook.step("platform")},
+		},
+	}
+	create(t, cluster)
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), cluster) })
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	mustBeReady(t, cluster)
+	testenv.Eventually(t, 30*time.Second, "the tenant's policy to yield", func(context.Context) (bool, error) {
+		return readyOf(t, tenant, time.Second).Reason == teardownv1alpha1.FinalizerConflictReason, nil
+	})
+	testenv.Eventually(t, 30*time.Second, "the tenant's policy to go on with the cleanup it owes", func(context.Context) (bool, error) {
+		return tenantHook.callsFor(cm.UID) > 0, nil
+	})
+	stillHeld(t, 3*time.Second, "the tenant's webhook never answered Success", cm)
+	if n := clusterHook.callsFor(cm.UID); n > 0 {
+		t.Fatalf("the cluster policy called its webhook %d times for an object it never selected, which another policy attached", n)
+	}
+	tenantSucceeds.Store(true)
+	testenv.Eventually(t, 30*time.Second, "the object to go after the tenant's cleanup", testenv.Gone(k8s, cm))
+	if _, ok := tenantHook.succeeded(cm.UID); !ok {
+		t.Error("the object went without the tenant's cleanup")
+	}
+	if n := clusterHook.callsFor(cm.UID); n > 0 {
+		t.Errorf("the cluster policy called its webhook %d times for it", n)
+	}
+}

@@ -54,6 +54,8 @@ type Finalizers struct {
 	recorder events.EventRecorder
 	now      func() time.Time
 	entries  []*entry
+	// by names who attaches, in the attached records (WithAttachedBy).
+	by string
 
 	mu       sync.Mutex
 	attempts map[inProgressKey]int
@@ -86,6 +88,13 @@ type Option func(*Finalizers)
 func WithEventRecorder(r events.EventRecorder) Option {
 	return func(f *Finalizers) { f.recorder = r }
 }
+
+// WithAttachedBy names who attaches the keys, in the attached records these
+// Finalizers write ("<object UID>/<by>"), for a controller whose keys have
+// several owners (one per policy, say) that must tell the objects each
+// attached apart (AttachedBy). A key selected by this owner that another
+// attached is bound to this one when it attaches.
+func WithAttachedBy(by string) Option { return func(f *Finalizers) { f.by = by } }
 
 // WithClock replaces time.Now, for tests.
 func WithClock(now func() time.Time) Option {
@@ -189,7 +198,7 @@ func (f *Finalizers) Reconcile(ctx context.Context, obj client.Object) (Outcome,
 		return Outcome{}, errors.New("no finalizer registered")
 	}
 	if obj.GetDeletionTimestamp() == nil {
-		added, err := add(ctx, f.client, obj, f.automaticMissing(obj), true)
+		added, err := add(ctx, f.client, obj, f.automaticMissing(obj), &f.by)
 		switch {
 		case errors.Is(err, ErrBeingDeleted):
 			// Deleted between our read and our write: what we never guarded
@@ -200,7 +209,7 @@ func (f *Finalizers) Reconcile(ctx context.Context, obj client.Object) (Outcome,
 			return Outcome{Added: added}, nil
 		}
 		if obj.GetDeletionTimestamp() == nil {
-			if err := bindAttached(ctx, f.client, obj, f.unboundAutomatic(obj)); err != nil {
+			if err := bindAttached(ctx, f.client, obj, f.unboundAutomatic(obj), f.by); err != nil {
 				return Outcome{}, err
 			}
 			return Outcome{Proceed: true}, nil
@@ -210,13 +219,16 @@ func (f *Finalizers) Reconcile(ctx context.Context, obj client.Object) (Outcome,
 }
 
 // unboundAutomatic returns the Automatic keys obj carries with an attached
-// record that is not bound to it: written at CREATE by the attach webhook,
-// or by an earlier version ("true").
+// record that is not bound to it (written at CREATE by the attach webhook,
+// or by an earlier version: "true"), or that names another owner (one
+// whose key these Finalizers took over, while the object is selected).
 func (f *Finalizers) unboundAutomatic(obj client.Object) []string {
 	var names []string
 	for _, e := range f.entries {
-		if e.attach == AttachAutomatic && slices.Contains(obj.GetFinalizers(), e.name) &&
-			MarkedAttached(obj, e.name) && !Attached(obj, e.name) {
+		if e.attach != AttachAutomatic || !slices.Contains(obj.GetFinalizers(), e.name) || !MarkedAttached(obj, e.name) {
+			continue
+		}
+		if by, bound := AttachedBy(obj, e.name); !bound || by != f.by {
 			names = append(names, e.name)
 		}
 	}

@@ -44,10 +44,10 @@ type jsonPatchOp struct {
 // patch fail instead of being overwritten. With marked, the same patch
 // records each name's attached annotation, so no object ever carries a
 // finalizer we attached without the record saying so.
-func addPatch(obj client.Object, names []string, marked bool) ([]byte, error) {
+func addPatch(obj client.Object, names []string, by *string) ([]byte, error) {
 	ops := uidTest(obj)
-	if marked {
-		ops = append(ops, attachedOps(obj, names)...)
+	if by != nil {
+		ops = append(ops, attachedOps(obj, names, *by)...)
 	}
 	current := obj.GetFinalizers()
 	if len(current) == 0 {
@@ -76,10 +76,13 @@ func removePatch(obj client.Object, i int, name string) ([]byte, error) {
 // attachedOps set the attached annotation of each name. An absent
 // annotation map is tested absent and created whole; a present one gets
 // members added (add replaces a member that exists).
-func attachedOps(obj client.Object, names []string) []jsonPatchOp {
+func attachedOps(obj client.Object, names []string, by string) []jsonPatchOp {
 	// The record is bound to this object: its value is the UID, which the
-	// patch's uid test pins.
+	// patch's uid test pins, and who attached it.
 	attachedValue := string(obj.GetUID())
+	if by != "" {
+		attachedValue += "/" + by
+	}
 	if obj.GetAnnotations() == nil {
 		value := map[string]string{}
 		for _, n := range names {
@@ -123,11 +126,12 @@ func isGuardFailure(err error) bool {
 // returns the names it added, and ErrBeingDeleted (with nothing added) if the
 // object is being deleted.
 func Add(ctx context.Context, c Client, obj client.Object, names ...string) ([]string, error) {
-	return add(ctx, c, obj, names, false)
+	return add(ctx, c, obj, names, nil)
 }
 
-// add is Add that, with marked, also records the attached annotations.
-func add(ctx context.Context, c Client, obj client.Object, names []string, marked bool) ([]string, error) {
+// add is Add that, with by set, also records the attached annotations
+// (naming *by, when not empty, as who attached).
+func add(ctx context.Context, c Client, obj client.Object, names []string, by *string) ([]string, error) {
 	if err := checkObject(obj); err != nil {
 		return nil, err
 	}
@@ -145,7 +149,7 @@ func add(ctx context.Context, c Client, obj client.Object, names []string, marke
 		if len(missing) == 0 {
 			return nil, nil
 		}
-		data, err := addPatch(obj, missing, marked)
+		data, err := addPatch(obj, missing, by)
 		if err != nil {
 			return nil, fmt.Errorf("building patch: %w", err)
 		}
@@ -153,13 +157,13 @@ func add(ctx context.Context, c Client, obj client.Object, names []string, marke
 		if err == nil {
 			return missing, nil
 		}
-		if marked && apierrors.IsForbidden(err) && obj.GetObjectKind().GroupVersionKind().Group == rbacGroup {
+		if by != nil && apierrors.IsForbidden(err) && obj.GetObjectKind().GroupVersionKind().Group == rbacGroup {
 			// RBAC's escalation check lets a writer change only finalizers
 			// and ownerReferences of a Role or binding that grants more than
 			// it holds: guard such an object without the record (it is then
 			// released only where it is still selected, or its cleanup
 			// started).
-			marked = false
+			by = nil
 			continue
 		}
 		if !isGuardFailure(err) {
@@ -177,11 +181,11 @@ func add(ctx context.Context, c Client, obj client.Object, names []string, marke
 // bindAttached rewrites the attached records of names on obj, which carries
 // them unbound, to obj's UID. The caller selects obj, so the keys are its
 // to guard whatever wrote the record; the uid test pins the object.
-func bindAttached(ctx context.Context, c Client, obj client.Object, names []string) error {
+func bindAttached(ctx context.Context, c Client, obj client.Object, names []string, by string) error {
 	if len(names) == 0 || obj.GetUID() == "" {
 		return nil
 	}
-	data, err := json.Marshal(append(uidTest(obj), attachedOps(obj, names)...))
+	data, err := json.Marshal(append(uidTest(obj), attachedOps(obj, names, by)...))
 	if err != nil {
 		return fmt.Errorf("building patch: %w", err)
 	}

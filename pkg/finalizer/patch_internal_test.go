@@ -26,27 +26,28 @@ func TestPatches(t *testing.T) {
 	}{
 		"add to no list": {
 			reason: "an absent list is tested as null and created whole",
-			build:  func() ([]byte, error) { return addPatch(obj("u1"), []string{"a.io/x"}, false) },
+			build:  func() ([]byte, error) { return addPatch(obj("u1"), []string{"a.io/x"}, nil) },
 			want:   `[{"op":"test","path":"/metadata/uid","value":"u1"},{"op":"test","path":"/metadata/finalizers","value":null},{"op":"add","path":"/metadata/finalizers","value":["a.io/x"]}]`,
 		},
 		"add to a list": {
 			reason: "an existing list is tested whole, then appended to",
-			build:  func() ([]byte, error) { return addPatch(obj("u1", "b.io/y"), []string{"a.io/x", "c.io/z"}, false) },
+			build:  func() ([]byte, error) { return addPatch(obj("u1", "b.io/y"), []string{"a.io/x", "c.io/z"}, nil) },
 			want:   `[{"op":"test","path":"/metadata/uid","value":"u1"},{"op":"test","path":"/metadata/finalizers","value":["b.io/y"]},{"op":"add","path":"/metadata/finalizers/-","value":"a.io/x"},{"op":"add","path":"/metadata/finalizers/-","value":"c.io/z"}]`,
 		},
 		"add with the attached record, no annotations": {
 			reason: "an absent annotation map is tested as null and created with the record, in the same patch",
-			build:  func() ([]byte, error) { return addPatch(obj("u1"), []string{"a.io/x"}, true) },
+			build:  func() ([]byte, error) { return addPatch(obj("u1"), []string{"a.io/x"}, new(string)) },
 			want:   `[{"op":"test","path":"/metadata/uid","value":"u1"},{"op":"test","path":"/metadata/annotations","value":null},{"op":"add","path":"/metadata/annotations","value":{"attached.finalizer.teardown.dev/a.io_x":"u1"}},{"op":"test","path":"/metadata/finalizers","value":null},{"op":"add","path":"/metadata/finalizers","value":["a.io/x"]}]`,
 		},
 		"add with the attached record, annotations present": {
-			reason: "the record is added as a member, its key escaped as a JSON pointer",
+			reason: "the record is added as a member, its key escaped as a JSON pointer, naming who attached it",
 			build: func() ([]byte, error) {
 				o := obj("u1")
 				o.Annotations = map[string]string{"other": "x"}
-				return addPatch(o, []string{"a.io/x"}, true)
+				by := "policy-uid"
+				return addPatch(o, []string{"a.io/x"}, &by)
 			},
-			want: `[{"op":"test","path":"/metadata/uid","value":"u1"},{"op":"add","path":"/metadata/annotations/attached.finalizer.teardown.dev~1a.io_x","value":"u1"},{"op":"test","path":"/metadata/finalizers","value":null},{"op":"add","path":"/metadata/finalizers","value":["a.io/x"]}]`,
+			want: `[{"op":"test","path":"/metadata/uid","value":"u1"},{"op":"add","path":"/metadata/annotations/attached.finalizer.teardown.dev~1a.io_x","value":"u1/policy-uid"},{"op":"test","path":"/metadata/finalizers","value":null},{"op":"add","path":"/metadata/finalizers","value":["a.io/x"]}]`,
 		},
 		"remove by index": {
 			reason: "the entry at the index is tested before it is removed",

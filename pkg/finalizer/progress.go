@@ -65,6 +65,12 @@ func Attached(obj metav1.Object, finalizer string) bool {
 	return record.Attached(obj, finalizer)
 }
 
+// AttachedBy returns who attached finalizer to obj (WithAttachedBy), from
+// an attached record bound to obj, and whether there is such a record.
+func AttachedBy(obj metav1.Object, finalizer string) (string, bool) {
+	return record.AttachedBy(obj, finalizer)
+}
+
 // MarkedAttached reports whether obj carries an attached record for
 // finalizer, bound to it or not: enough to release the key from an object
 // not being deleted, never to run a cleanup.

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/teardown-dev/teardown/internal/policy"
 	"github.com/teardown-dev/teardown/pkg/finalizer"
@@ -21,7 +22,7 @@ func TestOwns(t *testing.T) {
 	secret := schema.GroupVersionKind{Version: "v1", Kind: "Secret"}
 	const key, old = "shop.teardown.dev/dns", "old.example.com/dns"
 	pol := &policy.Policy{
-		Ref: policy.Ref{Kind: policy.KindNamespaced, Namespace: "shop", Name: "dns"}, Key: key,
+		Ref: policy.Ref{Kind: policy.KindNamespaced, Namespace: "shop", Name: "dns"}, Key: key, UID: "policy-uid",
 		Targets: []policy.Target{{GVK: cm, Selector: labels.SelectorFromSet(labels.Set{"app": "web"})}},
 	}
 	current := policy.ServedKey{Key: key, Kinds: []schema.GroupVersionKind{cm}}
@@ -50,21 +51,30 @@ func TestOwns(t *testing.T) {
 		"another namespace":                           {current, cm, obj("elsewhere", web, nil, key), false, false},
 		"a kind it does not serve":                    {current, secret, obj("shop", web, nil, key), false, false},
 		"not selected, not attached":                  {current, cm, obj("shop", other, nil, key), false, false},
-		"not selected, attached to this object":       {current, cm, obj("shop", other, attachedTo(key, uid), key), false, true},
 		"not selected, record of another object":      {current, cm, obj("shop", other, attachedTo(key, "another-uid"), key), false, false},
 		"not selected, record written at CREATE":      {current, cm, obj("shop", other, attachedTo(key, finalizer.AttachedAtCreate), key), false, false},
 		"not selected, legacy record":                 {current, cm, obj("shop", other, attachedTo(key, "true"), key), false, false},
 		"not selected, a progress record is no proof": {current, cm, obj("shop", other, map[string]string{finalizer.ProgressAnnotation(key): "{}"}, key), false, false},
 		"not selected, this policy started it":        {current, cm, obj("shop", other, nil, key), true, true},
-		"retired key attached to this object":         {retired, cm, obj("shop", other, attachedTo(old, uid), old), false, true},
+		"not selected, attached to it by this policy": {current, cm, obj("shop", other, attachedTo(key, uid+"/policy-uid"), key), false, true},
+		"not selected, attached by another policy":    {current, cm, obj("shop", other, attachedTo(key, uid+"/another-policy"), key), false, false},
+		"not selected, attached naming no policy":     {current, cm, obj("shop", other, attachedTo(key, uid), key), false, false},
+		"retired key attached to it by this policy":   {retired, cm, obj("shop", other, attachedTo(old, uid+"/policy-uid"), old), false, true},
 		"retired key without a record":                {retired, cm, obj("shop", web, nil, old), false, false},
-		"retired key in another namespace":            {retired, cm, obj("elsewhere", other, attachedTo(old, uid), old), false, false},
-		"yielded key, selected":                       {finishing, cm, obj("shop", web, attachedTo(key, uid), key), false, false},
+		"retired key in another namespace":            {retired, cm, obj("elsewhere", other, attachedTo(old, uid+"/policy-uid"), old), false, false},
+		"yielded key, selected, attached by another":  {finishing, cm, obj("shop", web, attachedTo(key, uid+"/another-policy"), key), false, false},
+		"yielded key, attached to it by this policy":  {finishing, cm, obj("shop", other, attachedTo(key, uid+"/policy-uid"), key), false, true},
 		"yielded key, this policy started it":         {finishing, cm, obj("shop", web, nil, key), true, true},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if got := Owns(s, tc.key, tc.gvk, tc.obj, nil, tc.started); got != tc.want {
+			startedBy := func(metav1.Object, string) (types.UID, bool) {
+				if tc.started {
+					return pol.UID, true
+				}
+				return "", false
+			}
+			if got := Owns(s, tc.key, tc.gvk, tc.obj, nil, ProvenBy(tc.obj, tc.key.Key, startedBy)); got != tc.want {
 				t.Errorf("Owns = %v, want %v", got, tc.want)
 			}
 		})

@@ -339,9 +339,10 @@ const startedTeardownWait = 5 * time.Second
 
 // actor picks the one policy that acts on obj under key, so that two
 // policies never act on one key of one object. A teardown that started
-// under a policy (its step record, bound to obj, names it) finishes under
-// that policy, whoever owns the key now; while that policy exists but is
-// not served yet, nobody acts. Otherwise the highest-ranked policy that
+// under a policy (its step record, bound to obj, names it), or of an object
+// a policy attached the key to (its attached record, bound to obj, names
+// it), finishes under that policy, whoever owns the key now; while that
+// policy exists but is not served yet, nobody acts. Otherwise the highest-ranked policy that
 // owns the key (not one that yielded it) acts. It returns nil when nobody
 // acts, and how soon to look again.
 func (r *Reconciler) actor(ctx context.Context, policies []*policy.Served, key string, gvk schema.GroupVersionKind, obj *metav1.PartialObjectMetadata) (*policy.Served, policy.ServedKey, time.Duration, error) {
@@ -360,8 +361,8 @@ func (r *Reconciler) actor(ctx context.Context, policies []*policy.Served, key s
 			}
 		}
 	}
-	if obj.DeletionTimestamp != nil && slices.Contains(obj.Finalizers, key) && r.StartedBy != nil {
-		if uid, ok := r.StartedBy(obj, key); ok {
+	if obj.DeletionTimestamp != nil && slices.Contains(obj.Finalizers, key) {
+		if uid := r.provenBy(obj, key); uid != "" {
 			for _, c := range cands {
 				if c.s.UID == uid {
 					return c.s, c.k, 0, nil
@@ -377,8 +378,8 @@ func (r *Reconciler) actor(ctx context.Context, policies []*policy.Served, key s
 			if exists {
 				return nil, policy.ServedKey{}, startedTeardownWait, nil
 			}
-			// The policy that started it is gone (its own finalizer was
-			// removed by hand): its record means "start over".
+			// The policy that guarded it is gone (its own finalizer was
+			// removed by hand): its records mean "start over".
 		}
 	}
 	var best *candidate
@@ -422,7 +423,7 @@ func (r *Reconciler) apply(ctx context.Context, s *policy.Served, k policy.Serve
 	// Being deleted: a teardown that started finishes, whatever edits and
 	// label changes came since; only a key this policy owns on this object
 	// is touched.
-	if !(matches || carries && Owns(s, k, gvk, obj, nsLabels, r.started(obj, k.Key) == s.UID)) {
+	if !(matches || carries && Owns(s, k, gvk, obj, nsLabels, r.provenBy(obj, k.Key))) {
 		return 0, nil
 	}
 	if carries && s.Deleting && s.OnPolicyDeletion == teardownv1alpha1.PolicyDeletionRelease {
@@ -448,33 +449,40 @@ func (r *Reconciler) apply(ctx context.Context, s *policy.Served, k policy.Serve
 // Owns reports whether k on obj, which carries it, is the policy's to
 // remove: obj is in the policy's scope and of a kind k is served for, and
 // the policy's selectors match it (not for a retired or yielded key), or
-// Teardown attached k to this very object (an attached record bound to its
-// UID; not for a yielded key), or this policy started its cleanup under k
-// (started: a step record bound to obj names the policy). A key put there
-// by anyone else on an object the policy does not select is never touched,
-// and no record written before the object existed (at CREATE, or restored
-// from a backup) counts: records prove they were written for this object.
-func Owns(s *policy.Served, k policy.ServedKey, gvk schema.GroupVersionKind, obj *metav1.PartialObjectMetadata, nsLabels labels.Set, started bool) bool {
+// provenBy is this policy: a record bound to obj (written for this very
+// object, which no record written at CREATE or restored from a backup is)
+// says this policy started its cleanup under k, or attached k to it. A key
+// put there by anyone else on an object the policy does not select is never
+// touched, nor is one another policy attached.
+func Owns(s *policy.Served, k policy.ServedKey, gvk schema.GroupVersionKind, obj *metav1.PartialObjectMetadata, nsLabels labels.Set, provenBy types.UID) bool {
 	if !s.InScope(obj) || !k.Serves(gvk) || !slices.Contains(obj.Finalizers, k.Key) {
 		return false
 	}
-	if started {
+	if provenBy != "" && provenBy == s.UID {
 		return true
 	}
-	if k.Finishing {
-		return false
-	}
-	return !k.Retired && s.Matches(gvk, obj, nsLabels) || finalizer.Attached(obj, k.Key)
+	return !k.Finishing && !k.Retired && s.Matches(gvk, obj, nsLabels)
 }
 
-// started returns the UID of the policy that started obj's teardown under
-// key, "" when none did.
-func (r *Reconciler) started(obj metav1.Object, key string) types.UID {
-	if r.StartedBy == nil {
-		return ""
+// provenBy returns the UID of the policy that records on obj, bound to it,
+// say guarded it under key: the one that started its teardown (step
+// record), else the one that attached the key (attached record); "" when
+// no record does.
+func (r *Reconciler) provenBy(obj metav1.Object, key string) types.UID {
+	return ProvenBy(obj, key, r.StartedBy)
+}
+
+// ProvenBy is provenBy for callers with their own StartedBy.
+func ProvenBy(obj metav1.Object, key string, startedBy func(metav1.Object, string) (types.UID, bool)) types.UID {
+	if startedBy != nil {
+		if uid, ok := startedBy(obj, key); ok {
+			return uid
+		}
 	}
-	uid, _ := r.StartedBy(obj, key)
-	return uid
+	if by, ok := finalizer.AttachedBy(obj, key); ok {
+		return types.UID(by)
+	}
+	return ""
 }
 
 func (r *Reconciler) release(ctx context.Context, s *policy.Served, k policy.ServedKey, obj *metav1.PartialObjectMetadata, cause, why string) error {

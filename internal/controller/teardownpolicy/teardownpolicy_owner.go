@@ -18,6 +18,7 @@ import (
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/internal/controller/target"
 	"github.com/teardown-dev/teardown/internal/policy"
+	"github.com/teardown-dev/teardown/internal/steps"
 )
 
 // checkOwner makes sure pol owns its key: of every policy whose key and
@@ -108,7 +109,7 @@ func (r *Reconciler) checkForeignKey(ctx context.Context, pol *policy.Policy) (m
 				refused = &cond
 				return false
 			}
-			if !target.Owns(served, served.Keys[0], gvk, obj, nsLabels, startedBy(obj, pol.Key) == pol.UID) {
+			if !target.Owns(served, served.Keys[0], gvk, obj, nsLabels, target.ProvenBy(obj, pol.Key, steps.StartedBy)) {
 				cond := notReady(teardownv1alpha1.FinalizerConflictReason,
 					"finalizer %s is on %s %s, which this policy does not select and Teardown did not put there: another controller or a manifest uses this key; choose another",
 					pol.Key, gvk.Kind, klog.KObj(obj))

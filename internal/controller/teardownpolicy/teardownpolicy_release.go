@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/teardown-dev/teardown/internal/controller/target"
@@ -125,6 +124,9 @@ func (r *Reconciler) releaseLive(ctx context.Context, s *policy.Served) (int, er
 	released := 0
 	terminating := r.terminatingNamespaces()
 	for _, k := range s.Keys {
+		if k.Finishing {
+			continue // another policy owns the key: what it guards is its own
+		}
 		for _, gvk := range k.Kinds {
 			release := func(o *metav1.PartialObjectMetadata) bool {
 				return o.DeletionTimestamp == nil && r.owns(ctx, s, k, gvk, o) && !terminating(ctx, o.Namespace)
@@ -195,14 +197,7 @@ func (r *Reconciler) terminatingNamespaces() func(context.Context, string) bool 
 // attached or started is then owned.
 func (r *Reconciler) owns(ctx context.Context, s *policy.Served, k policy.ServedKey, gvk schema.GroupVersionKind, o *metav1.PartialObjectMetadata) bool {
 	nsLabels, _ := r.nsLabelsFor(ctx, s.Policy, o)
-	return target.Owns(s, k, gvk, o, nsLabels, startedBy(o, k.Key) == s.UID)
-}
-
-// startedBy returns the UID of the policy that started obj's teardown
-// under key (steps.StartedBy), "" when none did.
-func startedBy(obj metav1.Object, key string) types.UID {
-	uid, _ := steps.StartedBy(obj, key)
-	return uid
+	return target.Owns(s, k, gvk, o, nsLabels, target.ProvenBy(o, k.Key, steps.StartedBy))
 }
 
 func isNoMatch(err error) bool { return meta.IsNoMatchError(err) }

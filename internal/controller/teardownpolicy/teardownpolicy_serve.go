@@ -336,7 +336,10 @@ func (r *Reconciler) newServed(pol *policy.Policy, retired []retiredKey) (*polic
 
 // finalizersFor builds the finalizer that runs pol's steps under key.
 func (r *Reconciler) finalizersFor(pol *policy.Policy, key string, attach finalizer.Attach) (*finalizer.Finalizers, error) {
-	fin := finalizer.New(finalizer.ForClient(r.client, r.reader), finalizer.WithEventRecorder(r.Recorder))
+	// The attached records name the policy (its UID): an object one policy
+	// attached is never another's to clean up.
+	fin := finalizer.New(finalizer.ForClient(r.client, r.reader), finalizer.WithEventRecorder(r.Recorder),
+		finalizer.WithAttachedBy(string(pol.UID)))
 	opts := []finalizer.RegisterOption{finalizer.WithAttach(attach), finalizer.WithAttemptTimeout(r.AttemptTimeout)}
 	if pol.Deadline > 0 {
 		expiry := finalizer.ExpiryBlock

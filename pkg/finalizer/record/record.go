@@ -91,8 +91,9 @@ const AttachedAnnotationPrefix = "attached.finalizer.teardown.dev/"
 // selected; until then it proves nothing.
 const AttachedAtCreate = "at-create"
 
-// maxAttachedValue bounds what is compared: a UID is 36 bytes.
-const maxAttachedValue = 64
+// maxAttachedValue bounds what is compared: a UID is 36 bytes, and who
+// attached it as many again.
+const maxAttachedValue = 128
 
 // AttachedAnnotation returns the attached annotation's key for finalizer.
 func AttachedAnnotation(finalizer string) string {
@@ -100,11 +101,30 @@ func AttachedAnnotation(finalizer string) string {
 }
 
 // Attached reports whether obj carries an attached record for finalizer
-// that is bound to obj itself (its value is obj's UID): proof that the key
-// was attached to this object by its controller.
+// that is bound to obj itself (its value is obj's UID, optionally followed
+// by "/" and who attached it): proof that the key was attached to this
+// object by its controller.
 func Attached(obj metav1.Object, finalizer string) bool {
+	_, ok := AttachedBy(obj, finalizer)
+	return ok
+}
+
+// AttachedBy returns who attached finalizer to obj, from an attached
+// record bound to obj ("" when the record names no one), and whether there
+// is such a record.
+func AttachedBy(obj metav1.Object, finalizer string) (string, bool) {
 	v, ok := obj.GetAnnotations()[AttachedAnnotation(finalizer)]
-	return ok && obj.GetUID() != "" && len(v) <= maxAttachedValue && v == string(obj.GetUID())
+	uid := string(obj.GetUID())
+	if !ok || uid == "" || len(v) > maxAttachedValue {
+		return "", false
+	}
+	if v == uid {
+		return "", true
+	}
+	if by, bound := strings.CutPrefix(v, uid+"/"); bound {
+		return by, true
+	}
+	return "", false
 }
 
 // MarkedAttached reports whether obj carries an attached record for

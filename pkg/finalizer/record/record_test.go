@@ -35,6 +35,17 @@ func TestReadProgress(t *testing.T) {
 	if !Attached(obj, "a.example.com/y") || Attached(obj, "b.example.com/x") || Attached(obj, "d.example.com/w") {
 		t.Error("Attached: only a record bound to the object's UID proves it")
 	}
+	obj.Annotations[AttachedAnnotation("e.example.com/v")] = "uid-1/policy-a"
+	if by, ok := AttachedBy(obj, "e.example.com/v"); !ok || by != "policy-a" {
+		t.Errorf("AttachedBy = %q, %v; want policy-a", by, ok)
+	}
+	if by, ok := AttachedBy(obj, "a.example.com/y"); !ok || by != "" {
+		t.Errorf("AttachedBy of a record naming no one = %q, %v", by, ok)
+	}
+	obj.Annotations[AttachedAnnotation("f.example.com/u")] = "uid-2/policy-a"
+	if _, ok := AttachedBy(obj, "f.example.com/u"); ok {
+		t.Error("AttachedBy believed a record bound to another object")
+	}
 	if !MarkedAttached(obj, "d.example.com/w") || MarkedAttached(obj, "b.example.com/x") {
 		t.Error("MarkedAttached")
 	}
