@@ -222,8 +222,9 @@ func (r *Reconciler) reconcile(ctx context.Context, obj client.Object, req recon
 // edited (the admission policy teardown-freeze-deleted-policies refuses
 // that where it is installed), so the current spec is served only once it
 // passed every check a live policy gets; otherwise the version served
-// before stays in force, now as deleting, and none is served when there is
-// none (after a restart): releaseGuarded then waits, releasing nothing.
+// before stays in force, now as deleting (keepServed: from memory, or from
+// status.servedSpec after a restart), and when none passes the checks now
+// releaseGuarded waits, releasing nothing.
 // It returns the Ready condition, nil to leave it as it is.
 func (r *Reconciler) serveDeleting(ctx context.Context, obj client.Object, pol *policy.Policy, polErr error) *metav1.Condition {
 	if statusOf(obj).Finalizer == "" {
