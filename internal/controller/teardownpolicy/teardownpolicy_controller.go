@@ -246,7 +246,9 @@ func (r *Reconciler) serveDeleting(ctx context.Context, obj client.Object, pol *
 		}
 	}
 	kept := r.keepServed(ctx, obj)
-	if kept == "" {
+	if current, ok := r.Index.Get(refOf(obj)); kept == "" && ok && current.UID == obj.GetUID() && current.Yielded() {
+		kept = "it finishes only the teardowns it started"
+	} else if kept == "" {
 		kept = "no version of it is in force"
 	}
 	cond.Message = fmt.Sprintf("deleted, and its current spec cannot be served (%s): %s", kept, cond.Message)

@@ -69,7 +69,7 @@ func recordServed(obj client.Object) {
 func (r *Reconciler) keepServed(ctx context.Context, obj client.Object) string {
 	if current, ok := r.Index.Get(refOf(obj)); ok && current.UID == obj.GetUID() {
 		if current.Yielded() {
-			return "it finishes only the teardowns it started"
+			return "" // its condition says it finishes only the teardowns it started
 		}
 		if obj.GetDeletionTimestamp() != nil && !current.Deleting {
 			// A copy: served versions never change.
