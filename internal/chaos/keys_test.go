@@ -52,6 +52,19 @@ func readyOf(t *testing.T, pol client.Object, timeout time.Duration) metav1.Cond
 	return cond
 }
 
+// webhookPolicy is a TeardownPolicy of ns that guards the ConfigMaps
+// labelled app=<app> with key, its one step (named after the policy)
+// calling hook.
+func webhookPolicy(ns, name, key, app string, hook *cleanupServer) *teardownv1alpha1.TeardownPolicy {
+	return &teardownv1alpha1.TeardownPolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: teardownv1alpha1.TeardownPolicySpec{
+			Finalizer: key, Targets: []teardownv1alpha1.Target{configMapTarget(labels("app", app))},
+			Steps: []teardownv1alpha1.Step{hook.step(name)},
+		},
+	}
+}
+
 func mustBeReady(t *testing.T, pol client.Object) {
 	t.Helper()
 	if cond := readyOf(t, pol, 30*time.Second); cond.Status != metav1.ConditionTrue {
@@ -180,13 +193,7 @@ func TestTeardownFinishesUnderThePolicyThatStartedIt(t *testing.T) {
 	hookB := newCleanupServer(t, func(webhookRequest) answer { return success })
 	startController(t, "controller")
 	newPolicy := func(name string, hook *cleanupServer) *teardownv1alpha1.TeardownPolicy {
-		pol := &teardownv1alpha1.TeardownPolicy{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-			Spec: teardownv1alpha1.TeardownPolicySpec{
-				Finalizer: key, Targets: []teardownv1alpha1.Target{configMapTarget(labels("app", "guarded"))},
-				Steps: []teardownv1alpha1.Step{hook.step(name)},
-			},
-		}
+		pol := webhookPolicy(ns, name, key, "guarded", hook)
 		create(t, pol)
 		return pol
 	}
@@ -338,13 +345,7 @@ func TestSameSecondPoliciesDoNotTradeAKey(t *testing.T) {
 	hookA := newCleanupServer(t, func(webhookRequest) answer { return success })
 	startController(t, "controller")
 	newPolicy := func(name string, hook *cleanupServer) *teardownv1alpha1.TeardownPolicy {
-		pol := &teardownv1alpha1.TeardownPolicy{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-			Spec: teardownv1alpha1.TeardownPolicySpec{
-				Finalizer: key, Targets: []teardownv1alpha1.Target{configMapTarget(labels("app", "guarded"))},
-				Steps: []teardownv1alpha1.Step{hook.step(name)},
-			},
-		}
+		pol := webhookPolicy(ns, name, key, "guarded", hook)
 		create(t, pol)
 		return pol
 	}
@@ -401,13 +402,7 @@ func TestTenantKeyElsewhereDoesNotUnservePolicy(t *testing.T) {
 		return inProgress
 	})
 	c := startController(t, "controller", "--status-interval=1s")
-	pol := &teardownv1alpha1.TeardownPolicy{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "first"},
-		Spec: teardownv1alpha1.TeardownPolicySpec{
-			Finalizer: key, Targets: []teardownv1alpha1.Target{configMapTarget(labels("app", "guarded"))},
-			Steps: []teardownv1alpha1.Step{hook.step("cleanup")},
-		},
-	}
+	pol := webhookPolicy(ns, "first", key, "guarded", hook)
 	create(t, pol)
 	mustBeReady(t, pol)
 	cm := guardedConfigMaps(t, ns, key, 1)[0]
@@ -461,13 +456,7 @@ func TestAnotherPolicysAttachmentIsNoProof(t *testing.T) {
 	})
 	clusterHook := newCleanupServer(t, func(webhookRequest) answer { return success })
 	c := startController(t, "controller")
-	tenant := &teardownv1alpha1.TeardownPolicy{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tenant"},
-		Spec: teardownv1alpha1.TeardownPolicySpec{
-			Finalizer: key, Targets: []teardownv1alpha1.Target{configMapTarget(labels("app", "db"))},
-			Steps: []teardownv1alpha1.Step{tenantHook.step("tenant")},
-		},
-	}
+	tenant := webhookPolicy(ns, "tenant", key, "db", tenantHook)
 	create(t, tenant)
 	mustBeReady(t, tenant)
 	cm := configMap(ns, "db", labels("app", "db"))
