@@ -13,8 +13,10 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -231,7 +233,9 @@ func TestDiagnoseKindsNamespace(t *testing.T) {
 // TestDiagnosisOfATenantStaysInItsNamespace: a TeardownPolicy's delete step
 // waits on a ConfigMap of its namespace whose finalizer was added by
 // payments-operator, whose Deployment, in another tenant's namespace, is
-// scaled to zero. The controller's engine sees that Deployment; the
+// scaled to zero (its ServiceAccount may write ConfigMaps everywhere, as
+// such an operator's does: the engine identifies the remover by who may
+// write the object). The controller's engine sees that Deployment; the
 // policy's author may not: its status and the Event say OutsideNamespace,
 // name the ConfigMap and its finalizer (the author's to read), and neither
 // the Deployment nor its namespace.
@@ -250,6 +254,21 @@ func TestDiagnosisOfATenantStaysInItsNamespace(t *testing.T) {
 		},
 	}
 	create(t, operator)
+	writer := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: payments + "-configmaps"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch", "patch", "update"}}}}
+	create(t, writer)
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: writer.Name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: writer.Name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: payments, Name: "default"}}}
+	create(t, binding)
+	t.Cleanup(func() {
+		_ = k8s.Delete(context.Background(), binding)
+		_ = k8s.Delete(context.Background(), writer)
+	})
+	if err := testenv.WaitAllowedClient(t.Context(), k8s, testenv.Access(rbacv1.ServiceAccountKind, payments, "default",
+		authorizationv1.ResourceAttributes{Namespace: ns, Verb: "patch", Resource: "configmaps"})); err != nil {
+		t.Fatal(err)
+	}
 	held := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "held", Namespace: ns,
 		Labels: map[string]string{"leftover": ns}, Finalizers: []string{"payments.example.com/ledger"}}}
 	if err := client.WithFieldOwner(k8s, "payments-operator").Create(t.Context(), held); err != nil {
