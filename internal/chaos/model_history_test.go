@@ -6,6 +6,7 @@ SPDX-License-Identifier: Apache-2.0
 package chaos_test
 
 import (
+	"encoding/json"
 	"sort"
 	"time"
 
@@ -224,19 +225,39 @@ func (h *history) firstSelected(p *polHist, o *objHist, key string) (time.Time, 
 	at := func(s polState) time.Time { return s.At }
 	for _, t := range times {
 		for _, ps := range statesWithin(p.States, t, at) {
-			if ps.Gone || p.key(ps.Spec) != key {
+			if ps.Gone {
 				continue
 			}
-			for _, os := range statesWithin(o.States, t, func(s objState) time.Time { return s.At }) {
-				for _, ns := range statesWithin(h.nss[o.NS], t, func(s nsState) time.Time { return s.At }) {
-					if !os.Gone && p.selects(ps.Spec, o.NS, os.CM.Labels, ns.Labels) {
-						return t, true
+			for _, spec := range specsInForce(ps) {
+				if p.key(spec) != key {
+					continue
+				}
+				for _, os := range statesWithin(o.States, t, func(s objState) time.Time { return s.At }) {
+					for _, ns := range statesWithin(h.nss[o.NS], t, func(s nsState) time.Time { return s.At }) {
+						if !os.Gone && p.selects(spec, o.NS, os.CM.Labels, ns.Labels) {
+							return t, true
+						}
 					}
 				}
 			}
 		}
 	}
 	return time.Time{}, false
+}
+
+// specsInForce returns the specs a policy state may act under: its own, and
+// while it is not Ready, the version its status says stays in force
+// (status.servedSpec: docs/controller.md, "a policy that cannot be served
+// leaves the version served before it in force").
+func specsInForce(ps polState) []teardownv1alpha1.TeardownPolicySpec {
+	specs := []teardownv1alpha1.TeardownPolicySpec{ps.Spec}
+	if !ps.Ready && ps.Status.ServedSpec != "" {
+		var served teardownv1alpha1.TeardownPolicySpec
+		if json.Unmarshal([]byte(ps.Status.ServedSpec), &served) == nil {
+			specs = append(specs, served)
+		}
+	}
+	return specs
 }
 
 // statesWithin returns the states valid at some time in [t-slack, t].
