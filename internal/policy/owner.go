@@ -62,8 +62,7 @@ func ClaimOf(obj client.Object) (Claim, bool) {
 			c.Kinds = append(c.Kinds, gv.WithKind(t.Kind))
 		}
 	}
-	status := statusOf(obj)
-	c.Serving = inForce(obj, status) && status.Finalizer == c.Key
+	c.Serving = InForce(StatusOf(obj), c.Key)
 	return c, true
 }
 
@@ -77,8 +76,8 @@ func ClaimsOf(obj client.Object) []Claim {
 		return nil
 	}
 	out := []Claim{spec}
-	status := statusOf(obj)
-	if !inForce(obj, status) {
+	status := StatusOf(obj)
+	if !InForce(status, status.Finalizer) {
 		return out
 	}
 	add := func(key string, k teardownv1alpha1.GroupVersionKind) {
@@ -97,17 +96,18 @@ func ClaimsOf(obj client.Object) []Claim {
 	return out
 }
 
-// inForce reports whether the policy's status says a version of it is
-// served: Ready, with a key recorded.
-func inForce(obj client.Object, status *teardownv1alpha1.TeardownPolicyStatus) bool {
-	if status == nil || status.Finalizer == "" {
+// InForce reports whether a policy's status says a version of it is in
+// force with key: Ready, with key recorded as status.finalizer.
+func InForce(status *teardownv1alpha1.TeardownPolicyStatus, key string) bool {
+	if status == nil || key == "" || status.Finalizer != key {
 		return false
 	}
 	ready := meta.FindStatusCondition(status.Conditions, teardownv1alpha1.ReadyCondition)
 	return ready != nil && ready.Status == metav1.ConditionTrue
 }
 
-func statusOf(obj client.Object) *teardownv1alpha1.TeardownPolicyStatus {
+// StatusOf returns the status of either policy kind; nil for anything else.
+func StatusOf(obj client.Object) *teardownv1alpha1.TeardownPolicyStatus {
 	switch p := obj.(type) {
 	case *teardownv1alpha1.TeardownPolicy:
 		return &p.Status
@@ -115,6 +115,12 @@ func statusOf(obj client.Object) *teardownv1alpha1.TeardownPolicyStatus {
 		return &p.Status
 	}
 	return nil
+}
+
+// SpecOf returns the spec of either policy kind; nil for anything else.
+func SpecOf(obj client.Object) *teardownv1alpha1.TeardownPolicySpec {
+	_, spec, _ := refAndSpec(obj)
+	return spec
 }
 
 // overlaps reports whether two claims could put the same key on the same

@@ -149,21 +149,15 @@ func refOf(obj client.Object) policy.Ref {
 }
 
 func statusOf(obj client.Object) *teardownv1alpha1.TeardownPolicyStatus {
-	switch p := obj.(type) {
-	case *teardownv1alpha1.TeardownPolicy:
-		return &p.Status
-	case *teardownv1alpha1.ClusterTeardownPolicy:
-		return &p.Status
+	if status := policy.StatusOf(obj); status != nil {
+		return status
 	}
 	panic(fmt.Sprintf("not a policy: %T", obj))
 }
 
 func specOf(obj client.Object) *teardownv1alpha1.TeardownPolicySpec {
-	switch p := obj.(type) {
-	case *teardownv1alpha1.TeardownPolicy:
-		return &p.Spec
-	case *teardownv1alpha1.ClusterTeardownPolicy:
-		return &p.Spec
+	if spec := policy.SpecOf(obj); spec != nil {
+		return spec
 	}
 	panic(fmt.Sprintf("not a policy: %T", obj))
 }

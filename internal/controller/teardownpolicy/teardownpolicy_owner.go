@@ -10,10 +10,10 @@ import (
 	"fmt"
 	"slices"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/internal/controller/target"
@@ -25,7 +25,7 @@ import (
 // target kinds overlap it, only the one that outranks the others is served
 // (policy.Claim: cluster over namespaced, in force over new, then age).
 func (r *Reconciler) checkOwner(ctx context.Context, pol *policy.Policy, status *teardownv1alpha1.TeardownPolicyStatus) (metav1.Condition, bool) {
-	mine := policy.Claim{Ref: pol.Ref, Created: pol.Created, Key: pol.Key, Kinds: pol.Kinds(), Serving: inForce(pol, status)}
+	mine := policy.Claim{Ref: pol.Ref, Created: pol.Created, Key: pol.Key, Kinds: pol.Kinds(), Serving: policy.InForce(status, pol.Key)}
 	owner, err := r.ownerOf(ctx, mine)
 	if err != nil {
 		return notReady(teardownv1alpha1.FinalizerConflictReason, "finding who owns finalizer %s: %s", pol.Key, err), false
@@ -41,32 +41,38 @@ func (r *Reconciler) checkOwner(ctx context.Context, pol *policy.Policy, status 
 // cache, so every replica and every restart decides alike.
 func (r *Reconciler) ownerOf(ctx context.Context, mine policy.Claim) (policy.Claim, error) {
 	var claims []policy.Claim
-	namespaced := &teardownv1alpha1.TeardownPolicyList{}
-	if err := r.client.List(ctx, namespaced); err != nil {
-		return policy.Claim{}, fmt.Errorf("listing policies: %w", err)
-	}
-	for i := range namespaced.Items {
-		claims = append(claims, policy.ClaimsOf(&namespaced.Items[i])...)
-	}
-	cluster := &teardownv1alpha1.ClusterTeardownPolicyList{}
-	if err := r.client.List(ctx, cluster); err != nil {
-		return policy.Claim{}, fmt.Errorf("listing policies: %w", err)
-	}
-	for i := range cluster.Items {
-		claims = append(claims, policy.ClaimsOf(&cluster.Items[i])...)
+	err := r.eachPolicy(ctx, func(p client.Object) bool {
+		claims = append(claims, policy.ClaimsOf(p)...)
+		return true
+	})
+	if err != nil {
+		return policy.Claim{}, err
 	}
 	return policy.Owner(mine, claims), nil
 }
 
-// inForce reports whether pol's status says it is in force with its key
-// (Ready, status.finalizer its key): the Serving part of its claim, read
-// from the API server as every other policy's is.
-func inForce(pol *policy.Policy, status *teardownv1alpha1.TeardownPolicyStatus) bool {
-	if status == nil || status.Finalizer != pol.Key {
-		return false
+// eachPolicy calls fn with every policy of both kinds in the cache, until fn
+// returns false.
+func (r *Reconciler) eachPolicy(ctx context.Context, fn func(client.Object) bool) error {
+	namespaced := &teardownv1alpha1.TeardownPolicyList{}
+	if err := r.client.List(ctx, namespaced); err != nil {
+		return fmt.Errorf("listing policies: %w", err)
 	}
-	ready := meta.FindStatusCondition(status.Conditions, teardownv1alpha1.ReadyCondition)
-	return ready != nil && ready.Status == metav1.ConditionTrue
+	for i := range namespaced.Items {
+		if !fn(&namespaced.Items[i]) {
+			return nil
+		}
+	}
+	cluster := &teardownv1alpha1.ClusterTeardownPolicyList{}
+	if err := r.client.List(ctx, cluster); err != nil {
+		return fmt.Errorf("listing policies: %w", err)
+	}
+	for i := range cluster.Items {
+		if !fn(&cluster.Items[i]) {
+			return nil
+		}
+	}
+	return nil
 }
 
 // outranksWhy says why owner's claim outranks mine, for the condition.
@@ -132,25 +138,12 @@ func (r *Reconciler) checkForeignKey(ctx context.Context, pol *policy.Policy) (m
 // the cache: a teardown it started waits for it to be served instead of
 // being taken over by another policy.
 func (r *Reconciler) PolicyExists(ctx context.Context, uid types.UID) (bool, error) {
-	namespaced := &teardownv1alpha1.TeardownPolicyList{}
-	if err := r.client.List(ctx, namespaced); err != nil {
-		return false, fmt.Errorf("listing policies: %w", err)
-	}
-	for i := range namespaced.Items {
-		if namespaced.Items[i].UID == uid {
-			return true, nil
-		}
-	}
-	cluster := &teardownv1alpha1.ClusterTeardownPolicyList{}
-	if err := r.client.List(ctx, cluster); err != nil {
-		return false, fmt.Errorf("listing policies: %w", err)
-	}
-	for i := range cluster.Items {
-		if cluster.Items[i].UID == uid {
-			return true, nil
-		}
-	}
-	return false, nil
+	found := false
+	err := r.eachPolicy(ctx, func(p client.Object) bool {
+		found = p.GetUID() == uid
+		return !found
+	})
+	return found, err
 }
 
 // nsLabelsFor reads obj's namespace labels when pol selects namespaces.

@@ -65,7 +65,7 @@ func (r *Reconciler) validate(ctx context.Context, pol *policy.Policy, polErr er
 		r.yield(ctx, pol, status)
 		return cond, false
 	}
-	if inForce(pol, status) {
+	if policy.InForce(status, pol.Key) {
 		// Already in force with this key (its status says so): the check
 		// is whether the key was someone else's before this policy took
 		// it. A key a tenant writes since on an object the policy does not
