@@ -150,7 +150,7 @@ func clusterPolicy(t *testing.T, name string, steps ...teardownv1alpha1.Step) *t
 	pol := &teardownv1alpha1.ClusterTeardownPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: teardownv1alpha1.TeardownPolicySpec{
-			Finalizer: "waits.teardown.dev/" + name,
+			Finalizer: "waits.example.com/" + name,
 			Attach:    teardownv1alpha1.AttachAutomatic,
 			Targets: []teardownv1alpha1.Target{{APIVersion: "v1", Kind: "ConfigMap",
 				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"waits-test": name}}}},
