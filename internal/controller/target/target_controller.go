@@ -411,7 +411,14 @@ func (r *Reconciler) apply(ctx context.Context, s *policy.Served, k policy.Serve
 			return out.RequeueAfter, err
 		case carries && finalizer.MarkedAttached(obj, k.Key):
 			// Attached here (or claimed to be, at CREATE): releasing a key
-			// from an object not being deleted lets nothing go.
+			// from an object not being deleted lets nothing go. Unless
+			// another policy that still exists attached it: the key is ours
+			// now, but that policy yielded it and still owes the object its
+			// cleanup, which it runs if the object is deleted (or lets go
+			// when it is deleted itself).
+			if other, err := r.attachedByAnother(ctx, obj, k.Key, s.UID); err != nil || other {
+				return 0, err
+			}
 			cause, why := CauseUnmatched, fmt.Sprintf("the object no longer matches %s", s.Ref)
 			if k.Retired {
 				cause, why = CauseRetired, fmt.Sprintf("%s no longer guards %s objects with this key", s.Ref, gvk.Kind)
@@ -470,6 +477,16 @@ func Owns(s *policy.Served, k policy.ServedKey, gvk schema.GroupVersionKind, obj
 // no record does.
 func (r *Reconciler) provenBy(obj metav1.Object, key string) types.UID {
 	return ProvenBy(obj, key, r.StartedBy)
+}
+
+// attachedByAnother reports whether key's attached record on obj is bound
+// to it and names a policy other than self that exists.
+func (r *Reconciler) attachedByAnother(ctx context.Context, obj metav1.Object, key string, self types.UID) (bool, error) {
+	by, ok := finalizer.AttachedBy(obj, key)
+	if !ok || by == "" || types.UID(by) == self || r.PolicyExists == nil {
+		return false, nil
+	}
+	return r.PolicyExists(ctx, types.UID(by))
 }
 
 // ProvenBy is provenBy for callers with their own StartedBy.

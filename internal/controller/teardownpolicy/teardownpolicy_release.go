@@ -124,9 +124,8 @@ func (r *Reconciler) releaseLive(ctx context.Context, s *policy.Served) (int, er
 	released := 0
 	terminating := r.terminatingNamespaces()
 	for _, k := range s.Keys {
-		if k.Finishing {
-			continue // another policy owns the key: what it guards is its own
-		}
+		// A yielded key (k.Finishing) is another policy's now, which leaves
+		// the objects this one attached alone; owns is true only for those.
 		for _, gvk := range k.Kinds {
 			release := func(o *metav1.PartialObjectMetadata) bool {
 				return o.DeletionTimestamp == nil && r.owns(ctx, s, k, gvk, o) && !terminating(ctx, o.Namespace)
