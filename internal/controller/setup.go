@@ -23,8 +23,8 @@ import (
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/internal/controller/cachetransform"
-	"github.com/teardown-dev/teardown/internal/controller/target"
 	"github.com/teardown-dev/teardown/internal/controller/teardownpolicy"
+	"github.com/teardown-dev/teardown/internal/guarded"
 	"github.com/teardown-dev/teardown/internal/inuse"
 	"github.com/teardown-dev/teardown/internal/policy"
 	"github.com/teardown-dev/teardown/internal/steps"
@@ -138,14 +138,14 @@ func CacheOptions() cache.Options {
 func Setup(mgr ctrl.Manager, opts Options) error {
 	recorder := mgr.GetEventRecorder(Name)
 	index := policy.NewIndex()
-	targets := &target.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Index: index, StartedBy: steps.StartedBy}
+	targets := &guarded.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Index: index, StartedBy: steps.StartedBy}
 	if err := targets.SetupWithManager(mgr, opts.TargetWorkers); err != nil {
 		return err
 	}
 	// The index of pods and bindings that unused steps read: idle until a
 	// policy with an unused step is served (inuse.Index.Activate).
 	uses := inuse.New(mgr.GetConfig(), func(ctx context.Context, w inuse.Waiter) {
-		targets.Wake(ctx, target.RequestFor(w.GVK, w.Key))
+		targets.Wake(ctx, guarded.RequestFor(w.GVK, w.Key))
 	})
 	uses.Log = mgr.GetLogger()
 	if err := mgr.Add(uses); err != nil {

@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
-	"github.com/teardown-dev/teardown/internal/controller/target"
+	"github.com/teardown-dev/teardown/internal/guarded"
 	"github.com/teardown-dev/teardown/internal/policy"
 	"github.com/teardown-dev/teardown/internal/waits"
 )
@@ -239,7 +239,7 @@ func celErrorCategory(err error) string {
 // ever reaches it.
 type stepWatch struct {
 	registry *waits.Registry
-	target   target.Request
+	target   guarded.Request
 	owner    string
 }
 
@@ -262,7 +262,7 @@ func (r *Runner) watchDependencies(pol *policy.Policy, key string, i int, t Targ
 	}
 	w := &stepWatch{
 		registry: r.Waits,
-		target:   target.RequestFor(t.GVK, client.ObjectKeyFromObject(t.Obj)),
+		target:   guarded.RequestFor(t.GVK, client.ObjectKeyFromObject(t.Obj)),
 		owner:    pol.Ref.String() + " step " + pol.Steps[i].Name,
 	}
 	r.Waits.Register(w.target, w.owner, deps, pollInterval, r.timeLeft(pol, key, i, t))

@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/teardown-dev/teardown/internal/controller/target"
+	"github.com/teardown-dev/teardown/internal/guarded"
 )
 
 // kindState is how far the watch of a kind is.
@@ -126,7 +126,7 @@ func (r *Registry) startWatch(gvk schema.GroupVersionKind) {
 func (r *Registry) watchStarted(gvk schema.GroupVersionKind) {
 	r.setKind(gvk, watching, 0)
 	r.mu.Lock()
-	var wake []target.Request
+	var wake []guarded.Request
 	for _, bucket := range r.index[gvk] {
 		for t := range bucket {
 			if !slices.Contains(wake, t) {

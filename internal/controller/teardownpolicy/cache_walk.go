@@ -14,7 +14,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
-	"github.com/teardown-dev/teardown/internal/controller/target"
+	"github.com/teardown-dev/teardown/internal/guarded"
 )
 
 // eachCached calls fn with every object of gvk in the manager's
@@ -36,12 +36,12 @@ func eachCached(ctx context.Context, informers cache.Informers, gvk schema.Group
 	like.SetGroupVersionKind(gvk)
 	// The same informer a List of PartialObjectMetadataList would read:
 	// started if need be, and waited on until synced.
-	syncCtx, cancel := context.WithTimeout(ctx, target.CacheSyncTimeout)
+	syncCtx, cancel := context.WithTimeout(ctx, guarded.CacheSyncTimeout)
 	defer cancel()
 	inf, err := informers.GetInformer(syncCtx, like)
 	if err != nil {
 		if syncCtx.Err() != nil && ctx.Err() == nil {
-			return target.CacheSyncError(gvk, err)
+			return guarded.CacheSyncError(gvk, err)
 		}
 		return err
 	}

@@ -36,7 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
-	"github.com/teardown-dev/teardown/internal/controller/target"
+	"github.com/teardown-dev/teardown/internal/guarded"
 	"github.com/teardown-dev/teardown/internal/policy"
 	"github.com/teardown-dev/teardown/internal/steps"
 	"github.com/teardown-dev/teardown/internal/webhook"
@@ -54,7 +54,7 @@ const ReasonReleasedGuardedObjects = "ReleasedGuardedObjects"
 type Reconciler struct {
 	Manager  manager.Manager
 	Index    *policy.Index
-	Targets  *target.Reconciler
+	Targets  *guarded.Reconciler
 	Runner   *steps.Runner
 	Recorder events.EventRecorder
 	// AttemptTimeout bounds one run of a policy's steps.

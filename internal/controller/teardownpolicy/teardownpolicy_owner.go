@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
-	"github.com/teardown-dev/teardown/internal/controller/target"
+	"github.com/teardown-dev/teardown/internal/guarded"
 	"github.com/teardown-dev/teardown/internal/policy"
 	"github.com/teardown-dev/teardown/internal/steps"
 )
@@ -115,7 +115,7 @@ func (r *Reconciler) checkForeignKey(ctx context.Context, pol *policy.Policy) (m
 				refused = &cond
 				return false
 			}
-			if !target.Owns(served, served.Keys[0], gvk, obj, nsLabels, target.ProvenBy(obj, pol.Key, steps.StartedBy)) {
+			if !guarded.Owns(served, served.Keys[0], gvk, obj, nsLabels, guarded.ProvenBy(obj, pol.Key, steps.StartedBy)) {
 				cond := notReady(teardownv1alpha1.FinalizerConflictReason,
 					"finalizer %s is on %s %s, which this policy does not select and Teardown did not put there: another controller or a manifest uses this key; choose another",
 					pol.Key, gvk.Kind, klog.KObj(obj))
@@ -151,5 +151,5 @@ func (r *Reconciler) nsLabelsFor(ctx context.Context, pol *policy.Policy, obj me
 	if obj.GetNamespace() == "" || !slices.ContainsFunc(pol.Targets, func(t policy.Target) bool { return t.NamespaceSelector != nil }) {
 		return nil, nil
 	}
-	return target.NamespaceLabels(ctx, r.client, obj.GetNamespace())
+	return guarded.NamespaceLabels(ctx, r.client, obj.GetNamespace())
 }

@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/teardown-dev/teardown/internal/controller/target"
+	"github.com/teardown-dev/teardown/internal/guarded"
 	"github.com/teardown-dev/teardown/internal/policy"
 	"github.com/teardown-dev/teardown/internal/steps"
 	"github.com/teardown-dev/teardown/pkg/finalizer"
@@ -34,7 +34,7 @@ func (r *Reconciler) releaseGuarded(ctx context.Context, obj client.Object) fina
 	if !ok || s.UID != obj.GetUID() {
 		return r.unserved(ctx, obj)
 	}
-	terminating, err := target.NamespaceTerminating(ctx, r.reader, obj.GetNamespace())
+	terminating, err := guarded.NamespaceTerminating(ctx, r.reader, obj.GetNamespace())
 	if err != nil {
 		return finalizer.Retry(err)
 	}
@@ -170,7 +170,7 @@ func (r *Reconciler) countOwned(ctx context.Context, s *policy.Served, all bool)
 	return n, nil
 }
 
-// terminatingNamespaces returns a memo of target.NamespaceTerminating, read
+// terminatingNamespaces returns a memo of guarded.NamespaceTerminating, read
 // from the API server, for one pass. A namespace that cannot be read counts
 // as terminating: nothing in it is released on a guess.
 func (r *Reconciler) terminatingNamespaces() func(context.Context, string) bool {
@@ -182,7 +182,7 @@ func (r *Reconciler) terminatingNamespaces() func(context.Context, string) bool 
 		t, ok := seen[ns]
 		if !ok {
 			var err error
-			if t, err = target.NamespaceTerminating(ctx, r.reader, ns); err != nil {
+			if t, err = guarded.NamespaceTerminating(ctx, r.reader, ns); err != nil {
 				t = true
 			}
 			seen[ns] = t
@@ -191,12 +191,12 @@ func (r *Reconciler) terminatingNamespaces() func(context.Context, string) bool 
 	}
 }
 
-// owns is target.Owns with the namespace labels read when needed. A
+// owns is guarded.Owns with the namespace labels read when needed. A
 // namespace that cannot be read counts as not selected: only what Teardown
 // attached or started is then owned.
 func (r *Reconciler) owns(ctx context.Context, s *policy.Served, k policy.ServedKey, gvk schema.GroupVersionKind, o *metav1.PartialObjectMetadata) bool {
 	nsLabels, _ := r.nsLabelsFor(ctx, s.Policy, o)
-	return target.Owns(s, k, gvk, o, nsLabels, target.ProvenBy(o, k.Key, steps.StartedBy))
+	return guarded.Owns(s, k, gvk, o, nsLabels, guarded.ProvenBy(o, k.Key, steps.StartedBy))
 }
 
 func isNoMatch(err error) bool { return meta.IsNoMatchError(err) }

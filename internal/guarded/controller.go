@@ -3,10 +3,10 @@ Copyright 2026 The Teardown Authors.
 SPDX-License-Identifier: Apache-2.0
 */
 
-// Package target reconciles the objects that policies guard, of any kind:
+// Package guarded reconciles the objects that policies guard, of any kind:
 // one metadata-only watch per kind, shared by every policy, so memory does
 // not grow with object size.
-package target
+package guarded
 
 import (
 	"context"
