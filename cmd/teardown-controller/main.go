@@ -19,12 +19,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/teardown-dev/teardown/internal/admit"
 	"github.com/teardown-dev/teardown/internal/controller"
 	"github.com/teardown-dev/teardown/internal/controller/teardownpolicy"
 	"github.com/teardown-dev/teardown/internal/steps"
 	"github.com/teardown-dev/teardown/internal/uninstall"
 	"github.com/teardown-dev/teardown/internal/version"
-	inusewebhook "github.com/teardown-dev/teardown/internal/webhook"
 )
 
 func main() {
@@ -54,7 +54,7 @@ func main() {
 	flag.StringVar(&opts.Controller.ClusterResourceNamespace, "cluster-resource-namespace", podNamespace(), "Namespace of the signing Secrets of ClusterTeardownPolicies' webhook steps (default: the POD_NAMESPACE variable, else the pod's own namespace).")
 	flag.StringVar(&opts.Controller.ClusterDomain, steps.ClusterDomainFlag, steps.DefaultClusterDomain, "The cluster's DNS domain (the kubelet's --cluster-domain), by which a TeardownPolicy's webhook URL hosts are read: <service>.<namespace>.svc.<domain> and the other forms must name its own namespace.")
 	flag.StringVar(&opts.Controller.WebhookConfiguration, "attach-webhook-configuration", "", "Name of the MutatingWebhookConfiguration of the attach-at-create webhook; empty turns the webhook off.")
-	flag.BoolVar(&opts.Controller.InUseWebhook, "inuse-webhook", false, "Serve the in-use webhook ("+inusewebhook.InUsePath+"), which refuses a pod that would start using a Secret, ConfigMap or ServiceAccount an unused step holds while it is being deleted; unused steps then confirm no sooner than --unused-release-grace after the deletion.")
+	flag.BoolVar(&opts.Controller.InUseWebhook, "inuse-webhook", false, "Serve the in-use webhook ("+admit.InUsePath+"), which refuses a pod that would start using a Secret, ConfigMap or ServiceAccount an unused step holds while it is being deleted; unused steps then confirm no sooner than --unused-release-grace after the deletion.")
 	inUseFailure := flag.String("inuse-webhook-failure-policy", "Ignore", "What the in-use webhook answers when it cannot make its check: Ignore admits the pod with a warning, Fail refuses it; keep it the failurePolicy of its ValidatingWebhookConfiguration.")
 	flag.DurationVar(&opts.Controller.UnusedGrace, "unused-release-grace", opts.Controller.UnusedGrace, "With --inuse-webhook: how long after its deletion an unused step's target is confirmed unused at the earliest; it must exceed how long the API server takes from the in-use webhook's answer to storing the pod (the slowest other validating webhook on pods).")
 	flag.IntVar(&webhookOpts.Port, "webhook-port", 9443, "Port of the admission webhooks, with --attach-webhook-configuration or --inuse-webhook.")

@@ -3,12 +3,15 @@ Copyright 2026 The Teardown Authors.
 SPDX-License-Identifier: Apache-2.0
 */
 
-// Package webhook is the optional mutating admission webhook that puts the
-// finalizers of Automatic policies on objects as they are created, so that
-// an object deleted right after its creation is still cleaned up: without
-// it, the controller attaches the finalizer only after it sees the object,
-// and the API server refuses new finalizers once deletion has started.
-package webhook
+// Package admit holds the controller's two optional admission webhooks (the
+// outbound webhook step is internal/steps'). attach.go is the mutating one
+// that puts the finalizers of Automatic policies on objects as they are
+// created, so that an object deleted right after its creation is still
+// cleaned up: without it, the controller attaches the finalizer only after
+// it sees the object, and the API server refuses new finalizers once
+// deletion has started. inuse.go is the validating one that refuses new
+// users of an object an unused step is tearing down.
+package admit
 
 import (
 	"context"

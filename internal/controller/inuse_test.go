@@ -24,8 +24,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/admit"
 	"github.com/teardown-dev/teardown/internal/testenv"
-	"github.com/teardown-dev/teardown/internal/webhook"
 )
 
 // inUseRefusal is the start of the refusal of a pod that would use Secret
@@ -40,12 +40,12 @@ func inUseRefusal(name string) string { return fmt.Sprintf("Secret %q is being d
 // refused.
 func registerInUseWebhook(t *testing.T, ns string, labels map[string]string, key string) {
 	t.Helper()
-	url := webhookHost + webhook.InUsePath
+	url := webhookHost + admit.InUsePath
 	ignore, none := admissionregistrationv1.Ignore, admissionregistrationv1.SideEffectClassNone
 	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: "inuse-" + ns},
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
-			Name: webhook.InUseWebhookName, ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: webhookCA},
+			Name: admit.InUseWebhookName, ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: webhookCA},
 			Rules: []admissionregistrationv1.RuleWithOperations{
 				{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
 					Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}}},

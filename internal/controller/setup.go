@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/admit"
 	"github.com/teardown-dev/teardown/internal/controller/cachetransform"
 	"github.com/teardown-dev/teardown/internal/controller/teardownpolicy"
 	"github.com/teardown-dev/teardown/internal/guarded"
@@ -29,7 +30,6 @@ import (
 	"github.com/teardown-dev/teardown/internal/policy"
 	"github.com/teardown-dev/teardown/internal/steps"
 	"github.com/teardown-dev/teardown/internal/waits"
-	"github.com/teardown-dev/teardown/internal/webhook"
 )
 
 // Name is the controller's name in Events, leases and logs.
@@ -71,7 +71,7 @@ type Options struct {
 	// on the manager's webhook server and keeps the rules of this
 	// MutatingWebhookConfiguration on the kinds Automatic policies target.
 	WebhookConfiguration string
-	// InUseWebhook serves the in-use webhook (internal/webhook.InUse) on
+	// InUseWebhook serves the in-use webhook (internal/admit.InUse) on
 	// the manager's webhook server, and makes unused steps confirm no
 	// sooner than UnusedGrace after their target's deletion.
 	InUseWebhook bool
@@ -189,10 +189,10 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		}
 	}
 	if opts.WebhookConfiguration != "" {
-		mgr.GetWebhookServer().Register(webhook.Path, &admission.Webhook{Handler: &webhook.Attacher{Client: mgr.GetClient()}})
+		mgr.GetWebhookServer().Register(admit.Path, &admission.Webhook{Handler: &admit.Attacher{Client: mgr.GetClient()}})
 	}
 	if opts.InUseWebhook {
-		mgr.GetWebhookServer().Register(webhook.InUsePath, &admission.Webhook{Handler: &webhook.InUse{
+		mgr.GetWebhookServer().Register(admit.InUsePath, &admission.Webhook{Handler: &admit.InUse{
 			Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), FailClosed: opts.InUseFailClosed,
 		}})
 		runner.UnusedGrace = opts.UnusedGrace

@@ -34,10 +34,10 @@ import (
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/admit"
 	"github.com/teardown-dev/teardown/internal/controller"
 	"github.com/teardown-dev/teardown/internal/steps"
 	"github.com/teardown-dev/teardown/internal/testenv"
-	"github.com/teardown-dev/teardown/internal/webhook"
 )
 
 // One control plane and one running teardown-controller serve every
@@ -284,12 +284,12 @@ func installAttachWebhook(dir string) (ctrlwebhook.Server, error) {
 		return nil, err
 	}
 	webhookHost, webhookCA = fmt.Sprintf("https://127.0.0.1:%d", port), certPEM
-	url := webhookHost + webhook.Path
+	url := webhookHost + admit.Path
 	fail, none := admissionregistrationv1.Ignore, admissionregistrationv1.SideEffectClassNone
 	mwc := &admissionregistrationv1.MutatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: attachWebhookConfiguration},
 	}
-	for _, name := range []string{webhook.WebhookName, webhook.NamespacedWebhookName} {
+	for _, name := range []string{admit.WebhookName, admit.NamespacedWebhookName} {
 		mwc.Webhooks = append(mwc.Webhooks, admissionregistrationv1.MutatingWebhook{
 			Name: name, ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: certPEM},
 			FailurePolicy: &fail, SideEffects: &none, AdmissionReviewVersions: []string{"v1"}, TimeoutSeconds: ptr.To[int32](5),

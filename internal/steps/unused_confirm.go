@@ -47,7 +47,7 @@ const deletionTimestampPrecision = time.Second
 
 // unusedGraceLeft is how long the confirming list must still wait: it
 // starts no sooner than UnusedGrace after the object was deleted, so that
-// it sees every pod the in-use webhook (internal/webhook.InUse) admitted.
+// it sees every pod the in-use webhook (internal/admit.InUse) admitted.
 //
 // Why that is enough. The webhook reads the object from the API server
 // when a pod that uses it is created (or gains it through an ephemeral

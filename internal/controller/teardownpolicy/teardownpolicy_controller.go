@@ -36,10 +36,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/admit"
 	"github.com/teardown-dev/teardown/internal/guarded"
 	"github.com/teardown-dev/teardown/internal/policy"
 	"github.com/teardown-dev/teardown/internal/steps"
-	"github.com/teardown-dev/teardown/internal/webhook"
 	"github.com/teardown-dev/teardown/pkg/finalizer"
 )
 
@@ -278,8 +278,8 @@ func (r *Reconciler) syncWebhook(ctx context.Context) {
 	if r.WebhookConfiguration == "" {
 		return
 	}
-	rules := webhook.Rules(r.Index, r.Manager.GetRESTMapper())
-	if err := webhook.SyncRules(ctx, r.direct, r.WebhookConfiguration, rules); err != nil {
+	rules := admit.Rules(r.Index, r.Manager.GetRESTMapper())
+	if err := admit.SyncRules(ctx, r.direct, r.WebhookConfiguration, rules); err != nil {
 		logf.FromContext(ctx).Error(err, "Could not update the attach-at-create webhook rules")
 	}
 }
