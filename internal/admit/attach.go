@@ -140,7 +140,7 @@ func (a *Attacher) Handle(ctx context.Context, req admission.Request) admission.
 // inForce returns the policies whose Ready condition is True and that are
 // not being deleted, parsing each version once.
 func (a *Attacher) inForce(ctx context.Context) ([]*policy.Policy, error) {
-	var objs []client.Object
+	var objs []teardownv1alpha1.PolicyObject
 	namespaced := &teardownv1alpha1.TeardownPolicyList{}
 	if err := a.Client.List(ctx, namespaced); err != nil {
 		return nil, err
@@ -164,14 +164,7 @@ func (a *Attacher) inForce(ctx context.Context) ([]*policy.Policy, error) {
 	var out []*policy.Policy
 	for _, obj := range objs {
 		seen[obj.GetUID()] = true
-		var conditions []metav1.Condition
-		switch p := obj.(type) {
-		case *teardownv1alpha1.TeardownPolicy:
-			conditions = p.Status.Conditions
-		case *teardownv1alpha1.ClusterTeardownPolicy:
-			conditions = p.Status.Conditions
-		}
-		ready := meta.FindStatusCondition(conditions, teardownv1alpha1.ReadyCondition)
+		ready := meta.FindStatusCondition(obj.PolicyStatus().Conditions, teardownv1alpha1.ReadyCondition)
 		if obj.GetDeletionTimestamp() != nil || ready == nil || ready.Status != metav1.ConditionTrue || ready.ObservedGeneration != obj.GetGeneration() {
 			continue
 		}

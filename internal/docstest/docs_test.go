@@ -244,7 +244,7 @@ func TestContractNamesAreDocumented(t *testing.T) {
 		steps.EnvTargetUID, steps.EnvPolicy,
 		steps.LabelPolicy, steps.LabelTargetUID, steps.LabelStep, steps.StateAnnotationPrefix,
 		steps.WebhookSuccess, steps.WebhookInProgress, steps.WebhookFailure,
-		teardownpolicy.PolicyFinalizer, teardownpolicy.ReasonReleasedGuardedObjects,
+		teardownv1alpha1.PolicyFinalizer, teardownpolicy.ReasonReleasedGuardedObjects,
 		finalizer.ProgressAnnotationPrefix,
 		finalizer.ReasonCleanupPending, finalizer.ReasonCleanupFailed, finalizer.ReasonDeadlineExceeded,
 		finalizer.ReasonFinalizerReleased, finalizer.ReasonDeletedBeforeGuarded,

@@ -108,19 +108,10 @@ func InForce(status *teardownv1alpha1.TeardownPolicyStatus, key string) bool {
 
 // StatusOf returns the status of either policy kind; nil for anything else.
 func StatusOf(obj client.Object) *teardownv1alpha1.TeardownPolicyStatus {
-	switch p := obj.(type) {
-	case *teardownv1alpha1.TeardownPolicy:
-		return &p.Status
-	case *teardownv1alpha1.ClusterTeardownPolicy:
-		return &p.Status
+	if p, ok := obj.(teardownv1alpha1.PolicyObject); ok {
+		return p.PolicyStatus()
 	}
 	return nil
-}
-
-// SpecOf returns the spec of either policy kind; nil for anything else.
-func SpecOf(obj client.Object) *teardownv1alpha1.TeardownPolicySpec {
-	_, spec, _ := refAndSpec(obj)
-	return spec
 }
 
 // overlaps reports whether two claims could put the same key on the same
@@ -176,7 +167,7 @@ func ReservedKey(ref Ref, key string) error {
 	if domain != group && !strings.HasSuffix(domain, "."+group) {
 		return nil
 	}
-	if key == ReleaseGuardedObjectsFinalizer {
+	if key == teardownv1alpha1.PolicyFinalizer {
 		return fmt.Errorf("finalizer %s is the policies' own", key)
 	}
 	if key != DefaultKey(ref) {
@@ -185,6 +176,3 @@ func ReservedKey(ref Ref, key string) error {
 	return nil
 }
 
-// ReleaseGuardedObjectsFinalizer is on every policy, so that deleting one
-// first releases the objects it guards.
-const ReleaseGuardedObjectsFinalizer = "teardown.dev/release-guarded-objects"

@@ -100,16 +100,22 @@ func DefaultKey(ref Ref) string {
 	return ref.Namespace + "." + teardownv1alpha1.GroupVersion.Group + "/" + ref.Name
 }
 
+// RefOf returns a policy object's reference.
+func RefOf(obj teardownv1alpha1.PolicyObject) Ref {
+	if _, ok := obj.(*teardownv1alpha1.ClusterTeardownPolicy); ok {
+		return Ref{Kind: KindCluster, Name: obj.GetName()}
+	}
+	return Ref{Kind: KindNamespaced, Namespace: obj.GetNamespace(), Name: obj.GetName()}
+}
+
 // refAndSpec returns the reference and spec of either policy kind; false for
 // anything else.
 func refAndSpec(obj client.Object) (Ref, *teardownv1alpha1.TeardownPolicySpec, bool) {
-	switch p := obj.(type) {
-	case *teardownv1alpha1.TeardownPolicy:
-		return Ref{Kind: KindNamespaced, Namespace: p.Namespace, Name: p.Name}, &p.Spec, true
-	case *teardownv1alpha1.ClusterTeardownPolicy:
-		return Ref{Kind: KindCluster, Name: p.Name}, &p.Spec, true
+	p, ok := obj.(teardownv1alpha1.PolicyObject)
+	if !ok {
+		return Ref{}, nil, false
 	}
-	return Ref{}, nil, false
+	return RefOf(p), p.PolicySpec(), true
 }
 
 // FromObject builds a Policy from either policy kind. Errors name the field

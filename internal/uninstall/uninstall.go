@@ -33,7 +33,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
-	"github.com/teardown-dev/teardown/internal/controller/teardownpolicy"
 	"github.com/teardown-dev/teardown/pkg/finalizer"
 )
 
@@ -218,8 +217,8 @@ func Run(ctx context.Context, c client.Client, opts Options) error {
 }
 
 // list returns every policy, cluster-scoped first, each group by name.
-func list(ctx context.Context, c client.Client) ([]client.Object, error) {
-	var out []client.Object
+func list(ctx context.Context, c client.Client) ([]teardownv1alpha1.PolicyObject, error) {
+	var out []teardownv1alpha1.PolicyObject
 	cluster := &teardownv1alpha1.ClusterTeardownPolicyList{}
 	if err := c.List(ctx, cluster); err != nil {
 		return nil, fmt.Errorf("listing ClusterTeardownPolicies: %w", err)
@@ -239,7 +238,7 @@ func list(ctx context.Context, c client.Client) ([]client.Object, error) {
 }
 
 // report prints how many policies are left and, for each, what it waits on.
-func report(w io.Writer, left []client.Object) {
+func report(w io.Writer, left []teardownv1alpha1.PolicyObject) {
 	fmt.Fprintf(w, "%d polic%s left:\n", len(left), plural(len(left), "y", "ies"))
 	for _, p := range left {
 		fmt.Fprintf(w, "  %s: %s\n", name(p), waitingOn(p))
@@ -249,13 +248,13 @@ func report(w io.Writer, left []client.Object) {
 // waitingOn says why a policy is still there: the progress record of its
 // own finalizer (how many teardowns it waits for), else its Ready condition
 // when that is False, else its counts.
-func waitingOn(p client.Object) string {
+func waitingOn(p teardownv1alpha1.PolicyObject) string {
 	for _, pr := range finalizer.ReadProgress(p) {
-		if pr.Finalizer == teardownpolicy.PolicyFinalizer && pr.Message != "" {
+		if pr.Finalizer == teardownv1alpha1.PolicyFinalizer && pr.Message != "" {
 			return pr.Message
 		}
 	}
-	status := statusOf(p)
+	status := p.PolicyStatus()
 	if c := meta.FindStatusCondition(status.Conditions, teardownv1alpha1.ReadyCondition); c != nil && c.Status != "True" {
 		return fmt.Sprintf("Ready=%s %s: %s", c.Status, c.Reason, c.Message)
 	}
@@ -271,21 +270,11 @@ func waitingOn(p client.Object) string {
 
 func hasPolicyFinalizer(p client.Object) bool {
 	for _, f := range p.GetFinalizers() {
-		if f == teardownpolicy.PolicyFinalizer {
+		if f == teardownv1alpha1.PolicyFinalizer {
 			return true
 		}
 	}
 	return false
-}
-
-func statusOf(p client.Object) *teardownv1alpha1.TeardownPolicyStatus {
-	switch p := p.(type) {
-	case *teardownv1alpha1.TeardownPolicy:
-		return &p.Status
-	case *teardownv1alpha1.ClusterTeardownPolicy:
-		return &p.Status
-	}
-	return &teardownv1alpha1.TeardownPolicyStatus{}
 }
 
 // name is ClusterTeardownPolicy/NAME or TeardownPolicy NAMESPACE/NAME.

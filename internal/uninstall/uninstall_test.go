@@ -29,7 +29,6 @@ import (
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/internal/controller"
-	"github.com/teardown-dev/teardown/internal/controller/teardownpolicy"
 	"github.com/teardown-dev/teardown/internal/steps"
 	"github.com/teardown-dev/teardown/internal/testenv"
 	"github.com/teardown-dev/teardown/internal/uninstall"
@@ -86,11 +85,11 @@ func TestUninstall(t *testing.T) {
 		// Policies as a controller that was removed leaves them: served,
 		// so carrying the policy finalizer that only it removes.
 		cluster := &teardownv1alpha1.ClusterTeardownPolicy{
-			ObjectMeta: metav1.ObjectMeta{Name: "stranded", Finalizers: []string{teardownpolicy.PolicyFinalizer}},
+			ObjectMeta: metav1.ObjectMeta{Name: "stranded", Finalizers: []string{teardownv1alpha1.PolicyFinalizer}},
 			Spec:       policySpec("stranded", nil),
 		}
 		tenant := &teardownv1alpha1.TeardownPolicy{
-			ObjectMeta: metav1.ObjectMeta{Name: "stranded", Namespace: ns, Finalizers: []string{teardownpolicy.PolicyFinalizer}},
+			ObjectMeta: metav1.ObjectMeta{Name: "stranded", Namespace: ns, Finalizers: []string{teardownv1alpha1.PolicyFinalizer}},
 			Spec:       policySpec("stranded", nil),
 		}
 		for _, p := range []client.Object{cluster, tenant} {
@@ -159,7 +158,7 @@ func TestUninstall(t *testing.T) {
 				if err := k8s.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
 					return false, err
 				}
-				s := statusOf(p)
+				s := p.(teardownv1alpha1.PolicyObject).PolicyStatus()
 				for _, c := range s.Conditions {
 					if c.Type == teardownv1alpha1.ReadyCondition {
 						if c.Status != metav1.ConditionTrue {
@@ -282,16 +281,6 @@ func teardownKeys(obj client.Object) []string {
 		}
 	}
 	return keys
-}
-
-func statusOf(p client.Object) *teardownv1alpha1.TeardownPolicyStatus {
-	switch p := p.(type) {
-	case *teardownv1alpha1.TeardownPolicy:
-		return &p.Status
-	case *teardownv1alpha1.ClusterTeardownPolicy:
-		return &p.Status
-	}
-	panic(p)
 }
 
 type cleanupServer struct {

@@ -43,9 +43,6 @@ import (
 	"github.com/teardown-dev/teardown/pkg/finalizer"
 )
 
-// PolicyFinalizer is on every policy, so that deleting one first releases
-// the objects it guards: uninstalling never leaves objects stuck.
-const PolicyFinalizer = policy.ReleaseGuardedObjectsFinalizer
 
 // ReasonReleasedGuardedObjects is the Event reason on a deleted policy.
 const ReasonReleasedGuardedObjects = "ReleasedGuardedObjects"
@@ -107,15 +104,15 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 	}
 	r.direct = direct
 	r.protect = finalizer.New(finalizer.ForClient(r.client, r.reader), finalizer.WithEventRecorder(r.Recorder))
-	if err := r.protect.Register(PolicyFinalizer, finalizer.HandlerFunc(r.releaseGuarded)); err != nil {
+	if err := r.protect.Register(teardownv1alpha1.PolicyFinalizer, finalizer.HandlerFunc(r.releaseGuarded)); err != nil {
 		return err
 	}
 	for _, kind := range []struct {
 		name string
-		obj  func() client.Object
+		obj  func() teardownv1alpha1.PolicyObject
 	}{
-		{"teardownpolicy", func() client.Object { return &teardownv1alpha1.TeardownPolicy{} }},
-		{"clusterteardownpolicy", func() client.Object { return &teardownv1alpha1.ClusterTeardownPolicy{} }},
+		{"teardownpolicy", func() teardownv1alpha1.PolicyObject { return &teardownv1alpha1.TeardownPolicy{} }},
+		{"clusterteardownpolicy", func() teardownv1alpha1.PolicyObject { return &teardownv1alpha1.ClusterTeardownPolicy{} }},
 	} {
 		err := ctrl.NewControllerManagedBy(mgr).Named(kind.name).
 			For(kind.obj(), builder.WithPredicates(specOrLifecycleChange)).
@@ -141,40 +138,19 @@ var specOrLifecycleChange = predicate.Funcs{
 	},
 }
 
-func refOf(obj client.Object) policy.Ref {
-	if _, ok := obj.(*teardownv1alpha1.ClusterTeardownPolicy); ok {
-		return policy.Ref{Kind: policy.KindCluster, Name: obj.GetName()}
-	}
-	return policy.Ref{Kind: policy.KindNamespaced, Namespace: obj.GetNamespace(), Name: obj.GetName()}
-}
-
-func statusOf(obj client.Object) *teardownv1alpha1.TeardownPolicyStatus {
-	if status := policy.StatusOf(obj); status != nil {
-		return status
-	}
-	panic(fmt.Sprintf("not a policy: %T", obj))
-}
-
-func specOf(obj client.Object) *teardownv1alpha1.TeardownPolicySpec {
-	if spec := policy.SpecOf(obj); spec != nil {
-		return spec
-	}
-	panic(fmt.Sprintf("not a policy: %T", obj))
-}
-
-func (r *Reconciler) reconcile(ctx context.Context, obj client.Object, req reconcile.Request) (reconcile.Result, error) {
+func (r *Reconciler) reconcile(ctx context.Context, obj teardownv1alpha1.PolicyObject, req reconcile.Request) (reconcile.Result, error) {
 	defer r.syncWebhook(ctx)
 	if err := r.client.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			obj.SetName(req.Name)
 			obj.SetNamespace(req.Namespace)
-			r.Index.Delete(refOf(obj))
+			r.Index.Delete(policy.RefOf(obj))
 			forgetPolicy(obj)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	base := obj.DeepCopyObject().(client.Object)
-	status := statusOf(obj)
+	base := obj.DeepCopyObject().(teardownv1alpha1.PolicyObject)
+	status := obj.PolicyStatus()
 	pol, polErr := policy.FromObject(obj)
 
 	if obj.GetDeletionTimestamp() != nil {
@@ -186,7 +162,7 @@ func (r *Reconciler) reconcile(ctx context.Context, obj client.Object, req recon
 		}
 		out, err := r.protect.Reconcile(ctx, obj)
 		if len(out.Removed) > 0 {
-			r.Index.Delete(refOf(obj))
+			r.Index.Delete(policy.RefOf(obj))
 			forgetPolicy(obj)
 			return reconcile.Result{}, err
 		}
@@ -220,15 +196,15 @@ func (r *Reconciler) reconcile(ctx context.Context, obj client.Object, req recon
 // status.servedSpec after a restart), and when none passes the checks now
 // releaseGuarded waits, releasing nothing.
 // It returns the Ready condition, nil to leave it as it is.
-func (r *Reconciler) serveDeleting(ctx context.Context, obj client.Object, pol *policy.Policy, polErr error) *metav1.Condition {
-	if statusOf(obj).Finalizer == "" {
-		if current, ok := r.Index.Get(refOf(obj)); !ok || current.UID != obj.GetUID() {
+func (r *Reconciler) serveDeleting(ctx context.Context, obj teardownv1alpha1.PolicyObject, pol *policy.Policy, polErr error) *metav1.Condition {
+	if obj.PolicyStatus().Finalizer == "" {
+		if current, ok := r.Index.Get(policy.RefOf(obj)); !ok || current.UID != obj.GetUID() {
 			return nil // never served: it guards nothing
 		}
 	}
-	cond, ok := r.validate(ctx, pol, polErr, statusOf(obj))
+	cond, ok := r.validate(ctx, pol, polErr, obj.PolicyStatus())
 	if ok {
-		if err := r.putInForce(ctx, pol, statusOf(obj)); err != nil {
+		if err := r.putInForce(ctx, pol, obj.PolicyStatus()); err != nil {
 			cond, ok = notReady(teardownv1alpha1.ForbiddenReason, "%s", err.Error()), false
 		}
 	}
@@ -240,7 +216,7 @@ func (r *Reconciler) serveDeleting(ctx context.Context, obj client.Object, pol *
 		}
 	}
 	kept := r.keepServed(ctx, obj)
-	if current, ok := r.Index.Get(refOf(obj)); kept == "" && ok && current.UID == obj.GetUID() && current.Yielded() {
+	if current, ok := r.Index.Get(policy.RefOf(obj)); kept == "" && ok && current.UID == obj.GetUID() && current.Yielded() {
 		kept = "it finishes only the teardowns it started"
 	} else if kept == "" {
 		kept = "no version of it is in force"
@@ -251,15 +227,15 @@ func (r *Reconciler) serveDeleting(ctx context.Context, obj client.Object, pol *
 
 // writeStatus refreshes the counts of the policy in force and writes the
 // status when it changed.
-func (r *Reconciler) writeStatus(ctx context.Context, base, obj client.Object) error {
-	status := statusOf(obj)
-	if served, ok := r.Index.Get(refOf(obj)); ok && served.UID == obj.GetUID() {
+func (r *Reconciler) writeStatus(ctx context.Context, base, obj teardownv1alpha1.PolicyObject) error {
+	status := obj.PolicyStatus()
+	if served, ok := r.Index.Get(policy.RefOf(obj)); ok && served.UID == obj.GetUID() {
 		if err := r.count(ctx, served, status); err != nil {
 			return err
 		}
 	}
 	observePolicy(obj, status) // the gauges follow what the status says
-	if equality.Semantic.DeepEqual(statusOf(base), status) {
+	if equality.Semantic.DeepEqual(base.PolicyStatus(), status) {
 		return nil
 	}
 	if err := r.client.Status().Patch(ctx, obj, client.MergeFrom(base)); err != nil {

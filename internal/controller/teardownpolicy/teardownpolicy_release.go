@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/internal/guarded"
 	"github.com/teardown-dev/teardown/internal/policy"
 	"github.com/teardown-dev/teardown/internal/steps"
@@ -29,8 +30,12 @@ import (
 // (the target controller keeps running it), unless onPolicyDeletion says
 // Release. In a namespace being deleted nothing is released: everything in
 // it is about to be deleted and owed its cleanup.
-func (r *Reconciler) releaseGuarded(ctx context.Context, obj client.Object) finalizer.Result {
-	s, ok := r.Index.Get(refOf(obj))
+func (r *Reconciler) releaseGuarded(ctx context.Context, o client.Object) finalizer.Result {
+	obj, ok := o.(teardownv1alpha1.PolicyObject)
+	if !ok {
+		return finalizer.Done() // registered only on the policy kinds
+	}
+	s, ok := r.Index.Get(policy.RefOf(obj))
 	if !ok || s.UID != obj.GetUID() {
 		return r.unserved(ctx, obj)
 	}
@@ -68,8 +73,8 @@ func (r *Reconciler) releaseGuarded(ctx context.Context, obj client.Object) fina
 // cannot be served now (its spec no longer parses) cannot run its steps:
 // it waits, with a message saying so, while any object carries one of its
 // keys; nothing is released without its cleanup.
-func (r *Reconciler) unserved(ctx context.Context, obj client.Object) finalizer.Result {
-	status := statusOf(obj)
+func (r *Reconciler) unserved(ctx context.Context, obj teardownv1alpha1.PolicyObject) finalizer.Result {
+	status := obj.PolicyStatus()
 	if status.Finalizer == "" {
 		return finalizer.Done()
 	}

@@ -26,8 +26,8 @@ import (
 // puts it in force. It returns the Ready condition. A policy that cannot be
 // served leaves any earlier version of itself in force, so objects that
 // version guards are still cleaned up rather than stuck.
-func (r *Reconciler) serve(ctx context.Context, obj client.Object, pol *policy.Policy, polErr error) metav1.Condition {
-	if cond, ok := r.validate(ctx, pol, polErr, statusOf(obj)); !ok {
+func (r *Reconciler) serve(ctx context.Context, obj teardownv1alpha1.PolicyObject, pol *policy.Policy, polErr error) metav1.Condition {
+	if cond, ok := r.validate(ctx, pol, polErr, obj.PolicyStatus()); !ok {
 		if kept := r.keepServed(ctx, obj); kept != "" {
 			cond.Message += "; " + kept
 		}
@@ -37,7 +37,7 @@ func (r *Reconciler) serve(ctx context.Context, obj client.Object, pol *policy.P
 		// Before any cleanup needs it, so that the index has synced by then.
 		r.Runner.Uses.Activate()
 	}
-	if err := r.putInForce(ctx, pol, statusOf(obj)); err != nil {
+	if err := r.putInForce(ctx, pol, obj.PolicyStatus()); err != nil {
 		return notReady(teardownv1alpha1.ForbiddenReason, "%s", err.Error())
 	}
 	recordServed(obj)
@@ -50,9 +50,9 @@ func (r *Reconciler) serve(ctx context.Context, obj client.Object, pol *policy.P
 // recordServed records obj's spec, just put in force, in its status
 // (servedSpec, servedGeneration): the version that stays in force if a later
 // spec cannot be served, read from the API server after a restart.
-func recordServed(obj client.Object) {
-	status := statusOf(obj)
-	spec, err := json.Marshal(specOf(obj))
+func recordServed(obj teardownv1alpha1.PolicyObject) {
+	status := obj.PolicyStatus()
+	spec, err := json.Marshal(obj.PolicySpec())
 	if err != nil {
 		return // a spec the API server stored always marshals
 	}
@@ -66,8 +66,8 @@ func recordServed(obj client.Object) {
 // write it: it is served only if it passes every check). A policy being
 // deleted keeps it as deleting, so the teardowns it started finish. It says
 // what stays in force, "" when nothing does.
-func (r *Reconciler) keepServed(ctx context.Context, obj client.Object) string {
-	if current, ok := r.Index.Get(refOf(obj)); ok && current.UID == obj.GetUID() {
+func (r *Reconciler) keepServed(ctx context.Context, obj teardownv1alpha1.PolicyObject) string {
+	if current, ok := r.Index.Get(policy.RefOf(obj)); ok && current.UID == obj.GetUID() {
 		if current.Yielded() {
 			return "" // its condition says it finishes only the teardowns it started
 		}
@@ -75,7 +75,7 @@ func (r *Reconciler) keepServed(ctx context.Context, obj client.Object) string {
 			// A copy: served versions never change.
 			deleting := *current.Policy
 			deleting.Deleting = true
-			if err := r.putInForce(ctx, &deleting, statusOf(obj)); err != nil {
+			if err := r.putInForce(ctx, &deleting, obj.PolicyStatus()); err != nil {
 				logf.FromContext(ctx).Error(err, "Could not keep the version in force as deleting")
 			}
 		}
@@ -86,10 +86,10 @@ func (r *Reconciler) keepServed(ctx context.Context, obj client.Object) string {
 		return ""
 	}
 	pol, polErr := policy.FromObject(served)
-	if _, ok := r.validate(ctx, pol, polErr, statusOf(obj)); !ok {
+	if _, ok := r.validate(ctx, pol, polErr, obj.PolicyStatus()); !ok {
 		return ""
 	}
-	if err := r.putInForce(ctx, pol, statusOf(obj)); err != nil {
+	if err := r.putInForce(ctx, pol, obj.PolicyStatus()); err != nil {
 		logf.FromContext(ctx).Error(err, "Could not put the version served before in force again")
 		return ""
 	}
@@ -99,8 +99,8 @@ func (r *Reconciler) keepServed(ctx context.Context, obj client.Object) string {
 // servedVersion returns obj as it was when status.servedSpec was put in
 // force: its spec and generation; nil when there is no such earlier
 // version, or it does not parse.
-func servedVersion(obj client.Object) client.Object {
-	status := statusOf(obj)
+func servedVersion(obj teardownv1alpha1.PolicyObject) teardownv1alpha1.PolicyObject {
+	status := obj.PolicyStatus()
 	if status.ServedSpec == "" || status.ServedGeneration == obj.GetGeneration() || len(status.ServedSpec) > maxServedSpec {
 		return nil
 	}
@@ -108,8 +108,8 @@ func servedVersion(obj client.Object) client.Object {
 	if err := json.Unmarshal([]byte(status.ServedSpec), &spec); err != nil {
 		return nil
 	}
-	served := obj.DeepCopyObject().(client.Object)
-	*specOf(served) = spec
+	served := obj.DeepCopyObject().(teardownv1alpha1.PolicyObject)
+	*served.PolicySpec() = spec
 	served.SetGeneration(status.ServedGeneration)
 	return served
 }
