@@ -135,6 +135,14 @@ control-plane: ## Build etcd, kube-apiserver, kube-controller-manager and kubect
 cluster: control-plane ## Run a local control plane until Ctrl-C and print the KUBECONFIG to use.
 	$(GO) run ./hack/devcluster
 
+.PHONY: node
+node: control-plane ## Build kubelet, kube-scheduler and kube-proxy into bin/k8s, and apt-get install containerd, runc and the CNI plugins (only what is missing).
+	hack/node.sh
+
+.PHONY: node-cluster
+node-cluster: node image ## Run a real one-node cluster (kubelet, containerd, kube-proxy, a local registry holding make image's image) until Ctrl-C; print its KUBECONFIG and REGISTRY (docs/local-cluster.md).
+	$(GO) -C hack/cluster run . -repo $(CURDIR)
+
 .PHONY: plugin
 plugin: ## Build the kubectl plugin into bin/kubectl-teardown, with its completion script bin/kubectl_complete-teardown (put bin/ on PATH for `kubectl teardown`).
 	$(GO) build -o bin/kubectl-teardown ./cmd/kubectl-teardown
@@ -198,7 +206,7 @@ generate: $(CONTROLLER_GEN) ## Generate the deepcopy code of the API types (api/
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate the CRDs (config/crd/bases) and the controller's ClusterRole (config/rbac/role.yaml).
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
-	$(CONTROLLER_GEN) rbac:roleName=teardown-controller paths=./internal/controller/... output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=teardown-controller paths="./internal/controller/...;./internal/steps/..." output:rbac:artifacts:config=config/rbac
 
 # Rebuilt only when missing or when its pin in go.mod changes.
 $(CONTROLLER_GEN): hack/tools/controller-gen/go.mod hack/tools/controller-gen/go.sum
