@@ -143,6 +143,10 @@ node: control-plane ## Build kubelet, kube-scheduler and kube-proxy into bin/k8s
 node-cluster: node image ## Run a real one-node cluster (kubelet, containerd, kube-proxy, a local registry holding make image's image) until Ctrl-C; print its KUBECONFIG and REGISTRY (docs/local-cluster.md).
 	$(GO) -C hack/cluster run . -repo $(CURDIR)
 
+.PHONY: e2e
+e2e: node image helm ## Run the end-to-end tests (test/e2e, build tag e2e; needs root) in a real one-node cluster with make image's image: the README quick start, seed 004's agent pods (log: bin/e2e.log, cluster logs: bin/e2e/).
+	@mkdir -p bin; $(GO) test -tags e2e $(TEST_FLAGS) -v ./test/e2e/ 2>&1 | tee bin/e2e.log
+
 .PHONY: plugin
 plugin: ## Build the kubectl plugin into bin/kubectl-teardown, with its completion script bin/kubectl_complete-teardown (put bin/ on PATH for `kubectl teardown`).
 	$(GO) build -o bin/kubectl-teardown ./cmd/kubectl-teardown

@@ -8,7 +8,6 @@ SPDX-License-Identifier: Apache-2.0
 package controller
 
 import (
-	"context"
 	"fmt"
 	"net/netip"
 	"net/url"
@@ -26,7 +25,6 @@ import (
 	"github.com/teardown-dev/teardown/internal/controller/cachetransform"
 	"github.com/teardown-dev/teardown/internal/controller/teardownpolicy"
 	"github.com/teardown-dev/teardown/internal/guarded"
-	"github.com/teardown-dev/teardown/internal/inuse"
 	"github.com/teardown-dev/teardown/internal/policy"
 	"github.com/teardown-dev/teardown/internal/steps"
 	"github.com/teardown-dev/teardown/internal/waits"
@@ -129,11 +127,6 @@ func CacheOptions() cache.Options {
 	return cache.Options{DefaultTransform: cachetransform.New()}
 }
 
-// Unused steps read every pod and binding, and which ClusterRoles aggregate
-// which, through the index of internal/inuse.
-// +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch
-// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings;clusterrolebindings;clusterroles,verbs=list;watch
-
 // Setup adds the policy and target controllers to mgr.
 func Setup(mgr ctrl.Manager, opts Options) error {
 	recorder := mgr.GetEventRecorder(Name)
@@ -142,28 +135,17 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := targets.SetupWithManager(mgr, opts.TargetWorkers); err != nil {
 		return err
 	}
-	// The index of pods and bindings that unused steps read: idle until a
-	// policy with an unused step is served (inuse.Index.Activate).
-	uses := inuse.New(mgr.GetConfig(), func(ctx context.Context, w inuse.Waiter) {
-		targets.Wake(ctx, guarded.RequestFor(w.GVK, w.Key))
-	})
-	uses.Log = mgr.GetLogger()
-	if err := mgr.Add(uses); err != nil {
-		return fmt.Errorf("adding the index of pods: %w", err)
-	}
-	runner := &steps.Runner{
-		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Mapper: mgr.GetRESTMapper(),
-		HTTP: steps.NewWebhookClients(steps.WebhookOptions{
+	runner, err := steps.NewRunner(mgr, steps.RunnerOptions{
+		Webhooks: steps.WebhookOptions{
 			AllowHTTP: opts.WebhookAllowHTTP, AllowedCIDRs: opts.WebhookAllowedCIDRs,
 			ClusterResourceNamespace: opts.ClusterResourceNamespace, ClusterDomain: opts.ClusterDomain,
 			Proxy: opts.WebhookProxy,
-		}),
-		Now:  time.Now,
-		Uses: uses,
-		Identities: &steps.Identities{
-			Config: mgr.GetConfig(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
-			DefaultServiceAccount: opts.DefaultServiceAccount,
 		},
+		DefaultServiceAccount: opts.DefaultServiceAccount,
+		UnusedGrace:           unusedGrace(opts),
+	}, targets.Wake)
+	if err != nil {
+		return err
 	}
 	if opts.EventDrivenWaits {
 		registry := waits.New(waits.Options{Cache: mgr.GetCache(), Client: mgr.GetClient(), Mapper: mgr.GetRESTMapper(), Wake: targets.Wake})
@@ -195,13 +177,22 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		mgr.GetWebhookServer().Register(admit.InUsePath, &admission.Webhook{Handler: &admit.InUse{
 			Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), FailClosed: opts.InUseFailClosed,
 		}})
-		runner.UnusedGrace = opts.UnusedGrace
 	}
 	targets.PolicyExists = policies.PolicyExists
 	if err := policies.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the policy controllers: %w", err)
 	}
 	return nil
+}
+
+// unusedGrace is the unused steps' grace: it covers the time the other
+// validating webhooks on pods take to admit a pod the in-use webhook
+// already let through, so it applies only when that webhook runs.
+func unusedGrace(opts Options) time.Duration {
+	if !opts.InUseWebhook {
+		return 0
+	}
+	return opts.UnusedGrace
 }
 
 // diagnoseTick is how often the diagnosis looks for objects due: often

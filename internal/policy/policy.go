@@ -118,6 +118,11 @@ func refAndSpec(obj client.Object) (Ref, *teardownv1alpha1.TeardownPolicySpec, b
 	return RefOf(p), p.PolicySpec(), true
 }
 
+// DefaultCondition is a wait step's condition when it names none (the
+// API's default, +kubebuilder:default on WaitAction.Condition, says the
+// same for objects written since).
+const DefaultCondition = "size(objects) == 0"
+
 // FromObject builds a Policy from either policy kind. Errors name the field
 // at fault and are meant for the policy's status.
 func FromObject(obj client.Object) (*Policy, error) {
@@ -153,7 +158,7 @@ func FromObject(obj client.Object) (*Policy, error) {
 		if step.Wait != nil {
 			expr := step.Wait.Condition
 			if expr == "" {
-				expr = "size(objects) == 0"
+				expr = DefaultCondition
 			}
 			prg, err := CompileCondition(expr)
 			if err != nil {

@@ -48,8 +48,6 @@ func JobName(policyUID, targetUID, step string) string {
 	return "teardown-" + hex.EncodeToString(sum[:])[:16]
 }
 
-// jobNamespace is where the Job runs: the step's namespace, else the
-// policy's. A cluster policy's Job step must name one.
 // jobServiceAccount is the ServiceAccount a policy's Jobs run as: a
 // TeardownPolicy's own identity; "" (the template's choice) for a
 // ClusterTeardownPolicy.
@@ -60,7 +58,10 @@ func (r *Runner) jobServiceAccount(pol *policy.Policy) (string, error) {
 	return r.Identities.ServiceAccount(pol)
 }
 
-func jobNamespace(pol *policy.Policy, j *teardownv1alpha1.JobAction) (string, error) {
+// JobNamespace is where the Job runs: the step's namespace, else the
+// policy's. A TeardownPolicy's Jobs run in its own namespace; a cluster
+// policy's Job step must name one.
+func JobNamespace(pol *policy.Policy, j *teardownv1alpha1.JobAction) (string, error) {
 	if pol.Ref.Kind == policy.KindNamespaced && j.Namespace != "" && j.Namespace != pol.Ref.Namespace {
 		return "", fmt.Errorf("job.namespace %s: a TeardownPolicy's Jobs run in its own namespace %s", j.Namespace, pol.Ref.Namespace)
 	}
@@ -74,7 +75,7 @@ func jobNamespace(pol *policy.Policy, j *teardownv1alpha1.JobAction) (string, er
 }
 
 func (r *Runner) job(ctx context.Context, pol *policy.Policy, step teardownv1alpha1.Step, t Target) outcome {
-	ns, err := jobNamespace(pol, step.Job)
+	ns, err := JobNamespace(pol, step.Job)
 	if err != nil {
 		return transient(err)
 	}

@@ -132,7 +132,7 @@ func (r *Runner) wait(ctx context.Context, pol *policy.Policy, key string, i int
 		return transient(err)
 	}
 	if cond == nil {
-		return transient(fmt.Errorf("condition %q is not compiled", orDefault(w.Condition, defaultCondition)))
+		return transient(fmt.Errorf("condition %q is not compiled", orDefault(w.Condition, policy.DefaultCondition)))
 	}
 	watch, err := r.watchDependencies(pol, key, i, t, w.Resources)
 	if err != nil {
@@ -155,16 +155,12 @@ func (r *Runner) wait(ctx context.Context, pol *policy.Policy, key string, i int
 			waiting.waitingOn(gvk, item.GetNamespace(), item.GetName())
 		}
 	}
-	out := evalCondition(ctx, cond, orDefault(w.Condition, defaultCondition), objects)
+	out := evalCondition(ctx, cond, orDefault(w.Condition, policy.DefaultCondition), objects)
 	if !out.done && out.err == nil {
 		out.waitsOn = waiting.waitsOn
 	}
 	return watch.finish(out)
 }
-
-// defaultCondition is a wait step's condition when it names none, as
-// internal/policy compiles it.
-const defaultCondition = "size(objects) == 0"
 
 // evalCondition evaluates a wait step's compiled condition over the selected
 // objects. expr is the condition's text, for messages.

@@ -19,7 +19,6 @@ package steps
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -109,10 +108,9 @@ const (
 type StepError struct {
 	Step  string
 	Index int
-	// Action is the step's kind: webhook, job, delete, wait or unused. A
-	// network error under a webhook step is about the receiver, not the API
-	// server.
-	Action string
+	// Action is the step's kind. A network error under a webhook step is
+	// about the receiver, not the API server.
+	Action Action
 	Kind   FailureKind
 	Err    error
 }
@@ -192,7 +190,7 @@ func (r *Runner) Run(ctx context.Context, pol *policy.Policy, key string, t Targ
 		}
 		var stepErr *StepError
 		if out.err != nil {
-			stepErr = &StepError{Step: step.Name, Index: i, Action: action(step.Step), Kind: Transient, Err: out.err}
+			stepErr = &StepError{Step: step.Name, Index: i, Action: ActionOf(step.Step), Kind: Transient, Err: out.err}
 			switch {
 			case out.timedOut:
 				stepErr.Kind = TimedOut
@@ -207,7 +205,7 @@ func (r *Runner) Run(ctx context.Context, pol *policy.Policy, key string, t Targ
 			continue
 		case stepErr == nil:
 			r.saveState(ctx, pol, key, t, &recorded, i, since)
-			r.Waiting.set(key, t.Obj.GetUID(), Wait{Policy: pol.Ref, Step: step.Name, Action: action(step.Step), On: out.waitsOn})
+			r.Waiting.set(key, t.Obj.GetUID(), Wait{Policy: pol.Ref, Step: step.Name, Action: ActionOf(step.Step), On: out.waitsOn})
 			return finalizer.Pending(out.after, fmt.Sprintf("step %s: %s", step.Name, out.message))
 		case stepErr.Kind == Transient:
 			log.V(1).Info("Cleanup step hit a transient error; retrying", "step", step.Name, "err", out.err.Error())
@@ -244,42 +242,6 @@ func (r *Runner) next(ctx context.Context, pol *policy.Policy, key string, t Tar
 	since := r.now()
 	r.saveState(ctx, pol, key, t, recorded, i, since)
 	return i, since
-}
-
-func (r *Runner) runStep(ctx context.Context, pol *policy.Policy, key string, i int, t Target) outcome {
-	step := pol.Steps[i]
-	switch {
-	case step.Webhook != nil:
-		return r.webhook(ctx, pol, key, step.Step, t)
-	case step.Job != nil:
-		return r.job(ctx, pol, step.Step, t)
-	case step.Delete != nil:
-		return r.delete(ctx, pol, key, i, step.Delete, t)
-	case step.Wait != nil:
-		return r.wait(ctx, pol, key, i, step.Condition, step.Wait, t)
-	case step.Unused != nil:
-		return r.unused(ctx, pol, key, i, t)
-	default:
-		return transient(errors.New("step has no action"))
-	}
-}
-
-// action names a step's kind.
-func action(step teardownv1alpha1.Step) string {
-	switch {
-	case step.Webhook != nil:
-		return "webhook"
-	case step.Job != nil:
-		return "job"
-	case step.Delete != nil:
-		return "delete"
-	case step.Wait != nil:
-		return "wait"
-	case step.Unused != nil:
-		return "unused"
-	default:
-		return ""
-	}
 }
 
 // saveState records step i and since under key when that differs from what

@@ -30,7 +30,8 @@ type WaitRef struct {
 type Wait struct {
 	Policy policy.Ref
 	// Step is the name of the pending or failing step; Action its kind.
-	Step, Action string
+	Step   string
+	Action Action
 	// On lists what the step waits on (at most maxWaitRefs): a delete
 	// step's remaining objects, a wait step's selected objects, the pods
 	// that use an unused step's target, a job step's Job.

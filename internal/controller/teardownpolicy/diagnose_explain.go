@@ -91,7 +91,7 @@ type explainer struct {
 func (x *explainer) diagnose(ctx context.Context, pol *policy.Policy, key string, gvk schema.GroupVersionKind, obj metav1.Object, w steps.Wait, hasWait bool) (diagnosis, bool) {
 	if hasWait && w.Failure != "" {
 		cause := CauseStepFailing
-		if w.Action == "webhook" {
+		if w.Action == steps.ActionWebhook {
 			cause = CauseWebhookFailing
 		}
 		return diagnosis{cause: cause, message: w.Failure}, true
@@ -131,7 +131,7 @@ func (x *explainer) diagnose(ctx context.Context, pol *policy.Policy, key string
 // explainWaitRef explains one object a step waits on: the engine's root
 // blockers when it is terminating; for a pod or a Job that is not, why it
 // does not finish (stuck false when it is just running).
-func (x *explainer) explainWaitRef(ctx context.Context, ref steps.WaitRef, action string) (d diagnosis, stuck, ok bool) {
+func (x *explainer) explainWaitRef(ctx context.Context, ref steps.WaitRef, action steps.Action) (d diagnosis, stuck, ok bool) {
 	kube := x.cluster.Kube()
 	switch {
 	case ref.GVK.Group == "batch" && ref.GVK.Kind == "Job":
@@ -145,7 +145,7 @@ func (x *explainer) explainWaitRef(ctx context.Context, ref steps.WaitRef, actio
 			if d, ok := podWaiting(pod); ok {
 				return d, true, true
 			}
-			if action == "unused" {
+			if action == steps.ActionUnused {
 				return diagnosis{cause: CauseStillInUse, blocker: podRef(pod),
 					message: fmt.Sprintf("Pod %s/%s still runs (%s) and uses it", pod.Namespace, pod.Name, pod.Status.Phase)}, false, true
 			}
@@ -155,7 +155,7 @@ func (x *explainer) explainWaitRef(ctx context.Context, ref steps.WaitRef, actio
 	if len(roots) > 0 {
 		return roots[0], true, true
 	}
-	if action == "wait" {
+	if action == steps.ActionWait {
 		apiVersion, kind := ref.GVK.ToAPIVersionAndKind()
 		r := &teardownv1alpha1.ObjectReference{APIVersion: apiVersion, Kind: kind, Namespace: ref.Namespace, Name: ref.Name}
 		return diagnosis{cause: CauseNotDeleted, blocker: r, message: fmt.Sprintf("%s %s/%s does not meet the wait step's condition", kind, ref.Namespace, ref.Name)}, false, true

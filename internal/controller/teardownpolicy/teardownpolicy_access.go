@@ -177,7 +177,11 @@ func (r *Reconciler) allowed(ctx context.Context, need access) (bool, error) {
 func (r *Reconciler) dryRunJob(ctx context.Context, pol *policy.Policy, step teardownv1alpha1.Step, serviceAccount string) (string, error) {
 	probe := steps.Target{GVK: corev1.SchemeGroupVersion.WithKind("ConfigMap"), Obj: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
 		Name: "dry-run", Namespace: pol.Ref.Namespace, UID: "00000000-0000-0000-0000-000000000000"}}}
-	job := steps.NewJob(pol, step, probe, jobNamespace(pol, step.Job), serviceAccount)
+	ns, err := steps.JobNamespace(pol, step.Job)
+	if err != nil {
+		return err.Error(), nil
+	}
+	job := steps.NewJob(pol, step, probe, ns, serviceAccount)
 	// Dry-run as whoever will create it for real, so admission judges the
 	// same request.
 	creator := client.Client(r.direct)
@@ -187,7 +191,7 @@ func (r *Reconciler) dryRunJob(ctx context.Context, pol *policy.Policy, step tea
 			return "", err
 		}
 	}
-	err := creator.Create(ctx, job, client.DryRunAll)
+	err = creator.Create(ctx, job, client.DryRunAll)
 	switch {
 	case err == nil, apierrors.IsAlreadyExists(err):
 		return "", nil

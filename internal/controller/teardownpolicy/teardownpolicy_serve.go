@@ -33,10 +33,9 @@ func (r *Reconciler) serve(ctx context.Context, obj teardownv1alpha1.PolicyObjec
 		}
 		return cond
 	}
-	if slices.ContainsFunc(pol.Steps, func(s policy.Step) bool { return s.Unused != nil }) {
-		// Before any cleanup needs it, so that the index has synced by then.
-		r.Runner.Uses.Activate()
-	}
+	// Before any cleanup needs it, so that what a step reads (the in-use
+	// index) has synced by then.
+	r.Runner.Prepare(pol)
 	if err := r.putInForce(ctx, pol, obj.PolicyStatus()); err != nil {
 		return notReady(teardownv1alpha1.ForbiddenReason, "%s", err.Error())
 	}

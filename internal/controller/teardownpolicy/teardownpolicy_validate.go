@@ -10,12 +10,9 @@ import (
 	"errors"
 	"fmt"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
@@ -117,87 +114,22 @@ func (r *Reconciler) needs(pol *policy.Policy) ([]access, metav1.Condition, bool
 			needs = append(needs, access{who: stepsActor, what: what, verb: "patch", resource: mapping.Resource, namespace: pol.Ref.Namespace})
 		}
 	}
+	env := steps.NeedsEnv{Mapper: mapper, ServiceAccount: sa}
 	for i, s := range pol.Steps {
 		what := fmt.Sprintf("spec.steps[%d] (%s)", i, s.Name)
-		var resources []teardownv1alpha1.ResourceSelector
-		verbs := []string{"list"}
-		switch {
-		case s.Delete != nil:
-			resources, verbs = s.Delete.Resources, []string{"list", "delete"}
-		case s.Wait != nil:
-			resources = s.Wait.Resources
-		case s.Job != nil:
-			ns := jobNamespace(pol, s.Job)
-			if pol.Ref.Kind == policy.KindNamespaced {
-				if ns != pol.Ref.Namespace {
-					return nil, notReady(teardownv1alpha1.ClusterScopedKindReason, "%s: job.namespace %s: a TeardownPolicy's Jobs run in its own namespace", what, ns), false
-				}
-				if tsa := s.Job.Template.Spec.Template.Spec.ServiceAccountName; tsa != "" && tsa != sa {
-					return nil, notReady(teardownv1alpha1.InvalidJobTemplateReason, "%s: the Job's pods would run as ServiceAccount %s; a TeardownPolicy's Jobs run as its own ServiceAccount %s", what, tsa, sa), false
-				}
-			}
-			jobs := batchv1.SchemeGroupVersion.WithResource("jobs")
-			for _, verb := range []string{"get", "create", "delete"} {
-				needs = append(needs, access{who: stepsActor, what: what, verb: verb, resource: jobs, namespace: ns})
-			}
-		case s.Unused != nil:
-			// The controller's index reads every pod and binding; a
-			// TeardownPolicy's step tells its author about the pods of its
-			// namespace, so its ServiceAccount must be allowed to list them.
-			pods := corev1.SchemeGroupVersion.WithResource("pods")
-			for _, res := range []schema.GroupVersionResource{pods, rbacv1.SchemeGroupVersion.WithResource("rolebindings"), rbacv1.SchemeGroupVersion.WithResource("clusterrolebindings")} {
-				needs = append(needs, access{what: what, verb: "list", resource: res}, access{what: what, verb: "watch", resource: res})
-			}
-			if sa != "" {
-				needs = append(needs, access{who: stepsActor, what: what, verb: "list", resource: pods, namespace: pol.Ref.Namespace})
-			}
-		case s.Webhook != nil:
-			if svc := s.Webhook.Service; svc != nil && pol.Ref.Kind == policy.KindNamespaced && svc.Namespace != pol.Ref.Namespace {
-				return nil, notReady(teardownv1alpha1.ClusterScopedKindReason, "%s: webhook.service in namespace %s: a TeardownPolicy calls Services of its own namespace only", what, svc.Namespace), false
-			}
-			// A TeardownPolicy's URL host is read as the cluster's DNS
-			// reads it (steps.ClassifyHost); the same check is made again
-			// before every call.
-			if err := r.Runner.HTTP.CheckDestination(s.Webhook, steps.WebhookNamespace(pol)); err != nil {
-				reason := teardownv1alpha1.InvalidWebhookReason
-				if steps.IsNamespaceRefusal(err) {
-					reason = teardownv1alpha1.ClusterScopedKindReason
-				}
-				return nil, notReady(reason, "%s: %s", what, err), false
-			}
-			if ref := s.Webhook.SigningSecretRef; ref != nil && sa != "" {
-				secrets := corev1.SchemeGroupVersion.WithResource("secrets")
-				needs = append(needs, access{who: stepsActor, what: what + " signingSecretRef", verb: "get", resource: secrets, namespace: pol.Ref.Namespace, name: ref.Name})
-			}
+		stepNeeds, refusal := r.Runner.Needs(env, pol, i)
+		if refusal != nil {
+			return nil, notReady(refusal.Reason, "%s: %s", what, refusal.Message), false
 		}
-		for _, res := range resources {
-			gv, err := schema.ParseGroupVersion(res.APIVersion)
-			var mapping *meta.RESTMapping
-			if err == nil {
-				mapping, err = mapper.RESTMapping(gv.WithKind(res.Kind).GroupKind(), gv.Version)
+		for _, a := range stepNeeds {
+			who := actor{}
+			if a.AsSteps {
+				who = stepsActor
 			}
-			if err != nil {
-				return nil, notReady(teardownv1alpha1.UnknownKindReason, "%s: %s %s is not served by the API server: %s", what, res.APIVersion, res.Kind, err), false
-			}
-			if pol.Ref.Kind == policy.KindNamespaced && mapping.Scope.Name() == meta.RESTScopeNameRoot {
-				return nil, notReady(teardownv1alpha1.ClusterScopedKindReason, "%s: %s is cluster-scoped; a TeardownPolicy's steps reach only namespaced kinds in its own namespace", what, res.Kind), false
-			}
-			for _, verb := range verbs {
-				needs = append(needs, access{who: stepsActor, what: what, verb: verb, resource: mapping.Resource, namespace: pol.Ref.Namespace})
-			}
+			needs = append(needs, access{who: who, what: what + a.What, verb: a.Verb, resource: a.Resource, namespace: a.Namespace, name: a.Name})
 		}
 	}
 	return needs, metav1.Condition{}, true
-}
-
-// jobNamespace is where a job step's Jobs run: its own namespace, else the
-// policy's (a ClusterTeardownPolicy's job step must name one; the API
-// refuses it otherwise).
-func jobNamespace(pol *policy.Policy, j *teardownv1alpha1.JobAction) string {
-	if j.Namespace != "" {
-		return j.Namespace
-	}
-	return pol.Ref.Namespace
 }
 
 func scope(pol *policy.Policy) []client.ListOption {
