@@ -175,4 +175,3 @@ func ReservedKey(ref Ref, key string) error {
 	}
 	return nil
 }
-

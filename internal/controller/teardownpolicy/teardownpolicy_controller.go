@@ -43,7 +43,6 @@ import (
 	"github.com/teardown-dev/teardown/pkg/finalizer"
 )
 
-
 // ReasonReleasedGuardedObjects is the Event reason on a deleted policy.
 const ReasonReleasedGuardedObjects = "ReleasedGuardedObjects"
 
