@@ -57,6 +57,10 @@ help: ## List the targets.
 demo: control-plane ## Start a local control plane; watch a guarded Service deleted, then a policy keeping an agent's RBAC until its pods are gone.
 	$(GO) run ./hack/demo
 
+.PHONY: test-unit
+test-unit: ## Run the unit tier: the tests that need no control plane (go test -short; suites that need one are skipped whole), in about a minute.
+	$(GO) test -short -count=1 ./...
+
 .PHONY: test
 test: control-plane $(HELM) ## Run every test against a real local control plane.
 	$(GO) test $(TEST_FLAGS) ./...

@@ -81,6 +81,7 @@ func (p *connectProxy) asked() []string {
 // HTTPS_PROXY set to the same proxy, never asks it, the call fails (the
 // controller cannot reach the receiver by that name) and the object stays.
 func TestWebhookProxyOnTheControlPlane(t *testing.T) {
+	testenv.SkipShort(t)
 	env, err := testenv.Start(testenv.Options{TeardownCRDs: true})
 	if err != nil {
 		t.Fatal(err)

@@ -24,6 +24,7 @@ import (
 // control plane and the teardown-controller, and checks that the narration
 // shows what a person should see, in order.
 func TestOrderedUninstall(t *testing.T) {
+	testenv.SkipShort(t)
 	env, err := testenv.Start(testenv.Options{TeardownCRDs: true})
 	if err != nil {
 		t.Fatal(err)

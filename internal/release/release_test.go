@@ -214,6 +214,7 @@ func TestGoreleaserBuildsWhatKrewNames(t *testing.T) {
 // digest make image wrote, and the install.yaml it writes applies to the
 // local control plane (server-side dry run).
 func TestReleaseManifestsApply(t *testing.T) {
+	testenv.SkipShort(t)
 	dir := root(t)
 	assets, err := testenv.AssetsDir()
 	if err != nil {

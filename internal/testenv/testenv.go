@@ -13,6 +13,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -373,12 +374,36 @@ func ModuleRoot() (string, error) {
 }
 
 // Main is a TestMain body: it starts one control plane for the package's
-// tests, hands it to use, runs the tests and always stops it.
+// tests, hands it to use, runs the tests and always stops it. In the unit
+// tier (go test -short, make test-unit) it starts nothing and skips the
+// package: its tests are integration tests.
 func Main(m *testing.M, opts Options, use func(*Env)) {
 	os.Exit(run(m, opts, use))
 }
 
+// Short reports a unit-tier run. It parses the test flags, so a TestMain
+// may call it before m.Run.
+func Short() bool {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	return testing.Short()
+}
+
+// SkipShort skips a test that starts its own control plane in the unit
+// tier.
+func SkipShort(t testing.TB) {
+	t.Helper()
+	if Short() {
+		t.Skip("needs a control plane: not in the unit tier (-short)")
+	}
+}
+
 func run(m *testing.M, opts Options, use func(*Env)) int {
+	if Short() {
+		fmt.Println("skipped in the unit tier (-short): this package's tests run against a control plane")
+		return 0
+	}
 	e, err := Start(opts)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "starting the control plane: %v\n", err)

@@ -33,15 +33,15 @@ import (
 	"github.com/teardown-dev/teardown/internal/testenv"
 )
 
-// UnitOnlyEnv, when set, runs a suite's tests without a control plane; the
-// tests that need one skip.
+// UnitOnlyEnv, when set, runs a suite's tests without a control plane, as
+// -short (the unit tier) does; the tests that need one skip.
 const UnitOnlyEnv = "TEARDOWN_PLUGIN_UNIT_ONLY"
 
 // Main is a suite's TestMain: it starts a control plane with opts and hands
-// it to use, unless UnitOnlyEnv is set.
+// it to use, unless UnitOnlyEnv is set or the run is -short.
 func Main(m *testing.M, opts testenv.Options, use func(*testenv.Env)) {
 	flag.Parse()
-	if os.Getenv(UnitOnlyEnv) != "" {
+	if os.Getenv(UnitOnlyEnv) != "" || testenv.Short() {
 		os.Exit(m.Run())
 	}
 	testenv.Main(m, opts, use)
