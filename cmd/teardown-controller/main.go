@@ -21,7 +21,7 @@ import (
 
 	"github.com/teardown-dev/teardown/internal/admit"
 	"github.com/teardown-dev/teardown/internal/controller"
-	"github.com/teardown-dev/teardown/internal/controller/teardownpolicy"
+	"github.com/teardown-dev/teardown/internal/controller/diagnosis"
 	"github.com/teardown-dev/teardown/internal/steps"
 	"github.com/teardown-dev/teardown/internal/uninstall"
 	"github.com/teardown-dev/teardown/internal/version"
@@ -87,7 +87,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "teardown-controller:", err)
 		os.Exit(2)
 	}
-	kinds, err := teardownpolicy.ParseDiagnoseKinds(*diagnoseKinds)
+	kinds, err := diagnosis.ParseDiagnoseKinds(*diagnoseKinds)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "teardown-controller:", err)
 		os.Exit(2)

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
-	"github.com/teardown-dev/teardown/internal/controller/teardownpolicy"
+	"github.com/teardown-dev/teardown/internal/controller/diagnosis"
 	"github.com/teardown-dev/teardown/internal/testenv"
 )
 
@@ -95,18 +95,18 @@ func TestDiagnosisOfAJobStep(t *testing.T) {
 	setPodStatus(t, pod, corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{
 		Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
 		Message: "0/3 nodes are available: 3 Insufficient memory.", LastTransitionTime: metav1.Now()}}})
-	d := waitForDiagnosis(t, pol, target, teardownpolicy.CausePodWaiting, "Job "+ns+"/"+job.Name+": Pod "+ns+"/"+pod.Name+" is unschedulable: 0/3 nodes are available: 3 Insufficient memory.").Diagnosis
+	d := waitForDiagnosis(t, pol, target, diagnosis.CausePodWaiting, "Job "+ns+"/"+job.Name+": Pod "+ns+"/"+pod.Name+" is unschedulable: 0/3 nodes are available: 3 Insufficient memory.").Diagnosis
 	if d.Blocker == nil || d.Blocker.Kind != "Pod" || d.Blocker.Name != pod.Name {
 		t.Errorf("blocker = %+v, want pod %s", d.Blocker, pod.Name)
 	}
 	note := waitForEvent(t, ns, target.Name, teardownv1alpha1.TerminationBlockedReason)
-	if !strings.Contains(note, teardownpolicy.CausePodWaiting) || !strings.Contains(note, "Insufficient memory") {
+	if !strings.Contains(note, diagnosis.CausePodWaiting) || !strings.Contains(note, "Insufficient memory") {
 		t.Errorf("TerminationBlocked Event note = %q, want PodWaiting and the scheduler's words", note)
 	}
 
 	setPodStatus(t, pod, corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{
 		Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}})
-	waitForDiagnosis(t, pol, target, teardownpolicy.CauseJobRunning, "Job "+ns+"/"+job.Name+" runs (1 active pod(s))")
+	waitForDiagnosis(t, pol, target, diagnosis.CauseJobRunning, "Job "+ns+"/"+job.Name+" runs (1 active pod(s))")
 
 	if err := k8s.Get(t.Context(), client.ObjectKeyFromObject(job), job); err != nil {
 		t.Fatal(err)
@@ -136,14 +136,14 @@ func TestDiagnosisOfAnUnusedStep(t *testing.T) {
 		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: `Back-off pulling image "registry.invalid/app:1"`}}}}})
 	del(t, secret)
 
-	d := waitForDiagnosis(t, pol, secret, teardownpolicy.CausePodWaiting, "Pod "+ns+"/reader: container app waiting: ImagePullBackOff").Diagnosis
+	d := waitForDiagnosis(t, pol, secret, diagnosis.CausePodWaiting, "Pod "+ns+"/reader: container app waiting: ImagePullBackOff").Diagnosis
 	if d.Blocker == nil || d.Blocker.Kind != "Pod" || d.Blocker.Name != pod.Name {
 		t.Errorf("blocker = %+v, want pod %s", d.Blocker, pod.Name)
 	}
 	setPodStatus(t, pod, corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{
 		Name: "app", Image: "registry.invalid/app:1", Ready: true,
 		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}}}}})
-	d = waitForDiagnosis(t, pol, secret, teardownpolicy.CauseStillInUse, "Pod "+ns+"/reader still runs (Running) and uses it").Diagnosis
+	d = waitForDiagnosis(t, pol, secret, diagnosis.CauseStillInUse, "Pod "+ns+"/reader still runs (Running) and uses it").Diagnosis
 	if d.Blocker == nil || d.Blocker.Name != pod.Name {
 		t.Errorf("blocker = %+v, want pod %s", d.Blocker, pod.Name)
 	}

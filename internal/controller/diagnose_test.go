@@ -27,7 +27,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
-	"github.com/teardown-dev/teardown/internal/controller/teardownpolicy"
+	"github.com/teardown-dev/teardown/internal/controller/diagnosis"
 	"github.com/teardown-dev/teardown/internal/policy"
 	"github.com/teardown-dev/teardown/internal/steps"
 	"github.com/teardown-dev/teardown/internal/testenv"
@@ -186,11 +186,11 @@ func TestDiagnoseKindsNamespace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kinds, err := teardownpolicy.ParseDiagnoseKinds("namespaces")
+	kinds, err := diagnosis.ParseDiagnoseKinds("namespaces")
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &teardownpolicy.Diagnoser{
+	d := &diagnosis.Diagnoser{
 		After: time.Second, Every: time.Second, Tick: time.Second, Kinds: kinds,
 		Config: cfg, Mapper: mapper, Index: policy.NewIndex(),
 		Recorder: broadcaster.NewRecorder(k8s.Scheme(), "teardown-controller-test"),
@@ -298,12 +298,12 @@ func TestDiagnosisOfATenantStaysInItsNamespace(t *testing.T) {
 			t.Errorf("%s names another namespace's workload: %q", what, text)
 		}
 	}
-	if diag.Cause != teardownpolicy.CauseOutsideNamespace || diag.Blocker == nil || diag.Blocker.Name != held.Name ||
+	if diag.Cause != diagnosis.CauseOutsideNamespace || diag.Blocker == nil || diag.Blocker.Name != held.Name ||
 		!strings.Contains(diag.Message, "payments.example.com/ledger") {
-		t.Errorf("diagnosis = %s (blocker %v): %q, want %s about ConfigMap held and its finalizer", diag.Cause, diag.Blocker, diag.Message, teardownpolicy.CauseOutsideNamespace)
+		t.Errorf("diagnosis = %s (blocker %v): %q, want %s about ConfigMap held and its finalizer", diag.Cause, diag.Blocker, diag.Message, diagnosis.CauseOutsideNamespace)
 	}
 	testenv.Eventually(t, 10*time.Second, "teardown_blocked_objects{policy="+ns+"/tenant}", func(context.Context) (bool, error) {
-		return blockedGauge(t, ns+"/tenant")[teardownpolicy.CauseOutsideNamespace] == 1, nil
+		return blockedGauge(t, ns+"/tenant")[diagnosis.CauseOutsideNamespace] == 1, nil
 	})
 	releaseNever(held)
 	testenv.Eventually(t, 20*time.Second, "the guarded object to go", testenv.Gone(k8s, guarded))
@@ -328,7 +328,7 @@ func TestDiagnosisWithoutWhatTheStepWaitsOn(t *testing.T) {
 		wantText   string
 		wantTarget bool // the target is the blocker
 	}{
-		{name: "gone", step: gone.webhookStep("notify"), wantCause: teardownpolicy.CauseWebhookFailing, wantText: "step notify: transient:"},
+		{name: "gone", step: gone.webhookStep("notify"), wantCause: diagnosis.CauseWebhookFailing, wantText: "step notify: transient:"},
 		{name: "other", step: working.webhookStep("notify"), finalizers: []string{"example.com/never"},
 			wantText: "example.com/never", wantTarget: true},
 	}

@@ -23,6 +23,7 @@ import (
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/internal/admit"
 	"github.com/teardown-dev/teardown/internal/controller/cachetransform"
+	"github.com/teardown-dev/teardown/internal/controller/diagnosis"
 	"github.com/teardown-dev/teardown/internal/controller/teardownpolicy"
 	"github.com/teardown-dev/teardown/internal/guarded"
 	"github.com/teardown-dev/teardown/internal/policy"
@@ -161,12 +162,13 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}
 	if opts.DiagnoseAfter > 0 {
 		runner.Waiting = steps.NewWaiting()
-		policies.Diagnoser = &teardownpolicy.Diagnoser{
+		diagnoser := &diagnosis.Diagnoser{
 			After: opts.DiagnoseAfter, Every: opts.DiagnoseInterval, Tick: diagnoseTick(opts), Kinds: opts.DiagnoseKinds,
 			Config: mgr.GetConfig(), Mapper: mgr.GetRESTMapper(), Cache: mgr.GetCache(), Policies: mgr.GetClient(), Index: index,
 			Waiting: runner.Waiting, Recorder: recorder,
 		}
-		if err := mgr.Add(policies.Diagnoser); err != nil {
+		policies.Diagnoses = diagnoser
+		if err := mgr.Add(diagnoser); err != nil {
 			return fmt.Errorf("adding the diagnosis: %w", err)
 		}
 	}

@@ -30,6 +30,7 @@ import (
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/internal/controller"
+	"github.com/teardown-dev/teardown/internal/controller/diagnosis"
 	"github.com/teardown-dev/teardown/internal/controller/teardownpolicy"
 	"github.com/teardown-dev/teardown/internal/demo"
 	"github.com/teardown-dev/teardown/internal/steps"
@@ -254,7 +255,7 @@ func TestContractNamesAreDocumented(t *testing.T) {
 		"--" + "cluster-resource-namespace", steps.SignatureHeader, "teardown-policy-service-account",
 	}
 	fqName := regexp.MustCompile(`fqName: "([^"]+)"`)
-	for _, c := range append(finalizer.Collectors(), teardownpolicy.Collectors()...) {
+	for _, c := range slices.Concat(finalizer.Collectors(), teardownpolicy.Collectors(), diagnosis.Collectors()) {
 		descs := make(chan *prometheus.Desc, 16)
 		c.Describe(descs)
 		close(descs)

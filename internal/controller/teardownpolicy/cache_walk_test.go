@@ -21,7 +21,7 @@ import (
 
 	"github.com/teardown-dev/teardown/internal/controller"
 	"github.com/teardown-dev/teardown/internal/controller/cachetransform"
-	"github.com/teardown-dev/teardown/internal/controller/teardownpolicy"
+	"github.com/teardown-dev/teardown/internal/guarded"
 	"github.com/teardown-dev/teardown/internal/testenv"
 )
 
@@ -56,7 +56,7 @@ func TestEachCachedWalksWhatListReturns(t *testing.T) {
 	gvk := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
 	walk := func(namespace string) ([]string, error) {
 		var names []string
-		err := teardownpolicy.EachCached(ctx, c, gvk, namespace, func(obj *metav1.PartialObjectMetadata) bool {
+		err := guarded.EachCached(ctx, c, gvk, namespace, func(obj *metav1.PartialObjectMetadata) bool {
 			names = append(names, obj.Namespace+"/"+obj.Name)
 			return true
 		})
@@ -102,7 +102,7 @@ func TestEachCachedWalksWhatListReturns(t *testing.T) {
 	}
 
 	visited := 0
-	if err := teardownpolicy.EachCached(ctx, c, gvk, mine, func(*metav1.PartialObjectMetadata) bool {
+	if err := guarded.EachCached(ctx, c, gvk, mine, func(*metav1.PartialObjectMetadata) bool {
 		visited++
 		return false
 	}); err != nil || visited != 1 {

@@ -37,19 +37,12 @@ var (
 		Name: "teardown_policy_blocked",
 		Help: "Terminating objects whose cleanup did not finish at its first attempt (status.blocked).",
 	}, policyLabels)
-
-	// blockedObjects is set by the Diagnoser after each pass: one series
-	// per policy and root cause, deleted when no object has it any more.
-	blockedObjects = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "teardown_blocked_objects",
-		Help: "Guarded objects terminating longer than --diagnose-after, by policy (namespace/name, the name of a ClusterTeardownPolicy, empty for --diagnose-kinds) and the root cause the controller's diagnosis found.",
-	}, []string{"policy", "cause"})
 )
 
 // Collectors returns the per-policy gauges, registered with
 // controller-runtime's metrics.Registry already.
 func Collectors() []prometheus.Collector {
-	return []prometheus.Collector{policyReady, policyGuarded, policyTerminating, policyBlocked, blockedObjects}
+	return []prometheus.Collector{policyReady, policyGuarded, policyTerminating, policyBlocked}
 }
 
 func init() {

@@ -7,7 +7,6 @@ package teardownpolicy_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -21,7 +20,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/internal/controller"
@@ -56,33 +54,8 @@ func TestMain(m *testing.M) {
 		if admin, err = client.New(e.Config, client.Options{Scheme: scheme}); err != nil {
 			panic(err)
 		}
-		const user = "teardown-controller"
-		if controllerCfg, err = e.AddUser(user); err != nil {
+		if controllerCfg, err = e.AddShippedController(context.Background(), admin, root, "teardown-controller"); err != nil {
 			panic(err)
-		}
-		for _, f := range []string{"config/rbac/role.yaml", "config/rbac/targets_role.yaml", "config/samples/targets_clusterrole.yaml", "config/rbac/jobs_role.yaml"} {
-			role := &rbacv1.ClusterRole{}
-			data, err := os.ReadFile(filepath.Join(root, f))
-			if err != nil {
-				panic(err)
-			}
-			if err := yaml.Unmarshal(data, role); err != nil {
-				panic(err)
-			}
-			if err := admin.Create(context.Background(), role); err != nil {
-				panic(err)
-			}
-			if strings.HasPrefix(f, "config/samples") || strings.HasSuffix(f, "jobs_role.yaml") {
-				continue // granted through the aggregated role, or bound per namespace
-			}
-			binding := &rbacv1.ClusterRoleBinding{
-				ObjectMeta: metav1.ObjectMeta{Name: role.Name},
-				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-				Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
-			}
-			if err := admin.Create(context.Background(), binding); err != nil {
-				panic(err)
-			}
 		}
 	})
 }

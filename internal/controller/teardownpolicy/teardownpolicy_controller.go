@@ -43,6 +43,14 @@ import (
 	"github.com/teardown-dev/teardown/pkg/finalizer"
 )
 
+// Diagnoses is what the status reads of the diagnosis: the root cause found
+// for an object's cleanup under key, and whether it was looked for (until
+// then the status keeps what an earlier leader recorded).
+type Diagnoses interface {
+	Lookup(key string, uid types.UID) *teardownv1alpha1.Diagnosis
+	Judged(key string, uid types.UID) bool
+}
+
 // ReasonReleasedGuardedObjects is the Event reason on a deleted policy.
 const ReasonReleasedGuardedObjects = "ReleasedGuardedObjects"
 
@@ -61,9 +69,9 @@ type Reconciler struct {
 	// attach-at-create rules follow the policies; empty when the webhook is
 	// off.
 	WebhookConfiguration string
-	// Diagnoser, when set, adds the root cause it found to
-	// status.blockedObjects.
-	Diagnoser *Diagnoser
+	// Diagnoses, when set, gives status.blockedObjects the root cause the
+	// diagnosis found (internal/controller/diagnosis).
+	Diagnoses Diagnoses
 
 	client client.Client
 	reader client.Reader

@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/controller/diagnosis"
+	"github.com/teardown-dev/teardown/internal/guarded"
 	"github.com/teardown-dev/teardown/internal/policy"
 	"github.com/teardown-dev/teardown/internal/steps"
 	"github.com/teardown-dev/teardown/pkg/finalizer"
@@ -35,7 +37,7 @@ func (r *Reconciler) count(ctx context.Context, s *policy.Served, status *teardo
 	now := time.Now()
 	for _, k := range s.Keys {
 		for _, gvk := range k.Kinds {
-			err := eachCached(ctx, r.Manager.GetCache(), gvk, s.Policy.Ref.Namespace, func(obj *metav1.PartialObjectMetadata) bool {
+			err := guarded.EachCached(ctx, r.Manager.GetCache(), gvk, s.Policy.Ref.Namespace, func(obj *metav1.PartialObjectMetadata) bool {
 				if !slices.Contains(obj.Finalizers, k.Key) {
 					return true
 				}
@@ -45,9 +47,11 @@ func (r *Reconciler) count(ctx context.Context, s *policy.Served, status *teardo
 				}
 				status.Terminating++
 				if b, failure, ok := blockedOn(s.Policy, k.Key, gvk, obj, now); ok {
-					b.Diagnosis = r.Diagnoser.Lookup(k.Key, obj.UID)
-					if b.Diagnosis == nil && !r.Diagnoser.judged(k.Key, obj.UID) {
-						b.Diagnosis = recordedDiagnosis(previous, gvk, obj)
+					if r.Diagnoses != nil {
+						b.Diagnosis = r.Diagnoses.Lookup(k.Key, obj.UID)
+						if b.Diagnosis == nil && !r.Diagnoses.Judged(k.Key, obj.UID) {
+							b.Diagnosis = diagnosis.RecordedDiagnosis(previous, gvk, obj)
+						}
 					}
 					status.Blocked++
 					blocked = append(blocked, b)

@@ -99,7 +99,7 @@ func (r *Reconciler) checkForeignKey(ctx context.Context, pol *policy.Policy) (m
 	served := &policy.Served{Policy: pol, Keys: []policy.ServedKey{{Key: pol.Key, Kinds: pol.Kinds()}}}
 	for _, gvk := range pol.Kinds() {
 		var refused *metav1.Condition
-		err := eachCached(ctx, r.Manager.GetCache(), gvk, pol.Ref.Namespace, func(obj *metav1.PartialObjectMetadata) bool {
+		err := guarded.EachCached(ctx, r.Manager.GetCache(), gvk, pol.Ref.Namespace, func(obj *metav1.PartialObjectMetadata) bool {
 			if !slices.Contains(obj.Finalizers, pol.Key) {
 				return true
 			}

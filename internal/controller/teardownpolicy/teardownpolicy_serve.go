@@ -17,6 +17,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/guarded"
 	"github.com/teardown-dev/teardown/internal/policy"
 	"github.com/teardown-dev/teardown/internal/steps"
 	"github.com/teardown-dev/teardown/pkg/finalizer"
@@ -270,7 +271,7 @@ func (r *Reconciler) pruneRetired(ctx context.Context, pol *policy.Policy, retir
 	var kept []retiredKey
 	for _, rk := range retired {
 		carried := false
-		err := eachCached(ctx, r.Manager.GetCache(), rk.gvk, pol.Ref.Namespace, func(obj *metav1.PartialObjectMetadata) bool {
+		err := guarded.EachCached(ctx, r.Manager.GetCache(), rk.gvk, pol.Ref.Namespace, func(obj *metav1.PartialObjectMetadata) bool {
 			carried = slices.Contains(obj.Finalizers, rk.key)
 			return !carried
 		})

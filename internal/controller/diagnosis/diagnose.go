@@ -3,7 +3,7 @@ Copyright 2026 The Teardown Authors.
 SPDX-License-Identifier: Apache-2.0
 */
 
-package teardownpolicy
+package diagnosis
 
 import (
 	"context"
@@ -25,6 +25,7 @@ import (
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/internal/diagnose"
+	"github.com/teardown-dev/teardown/internal/guarded"
 	"github.com/teardown-dev/teardown/internal/policy"
 	"github.com/teardown-dev/teardown/internal/steps"
 )
@@ -54,7 +55,7 @@ type Diagnoser struct {
 	Config *rest.Config
 	Mapper meta.RESTMapper
 	// Cache is the manager's cache, whose informers a pass walks without
-	// copying the objects (eachCached).
+	// copying the objects (guarded.EachCached).
 	Cache cache.Informers
 	// Policies reads the policies' status, for the diagnoses an earlier
 	// leader found (carried); nil to ignore them.
@@ -126,18 +127,18 @@ func (x *Diagnoser) Pass(ctx context.Context) error {
 	now := time.Now()
 	session := now.Sub(x.lastSession) >= min(x.Every, time.Minute)
 	seen := map[diagKey]bool{}
-	guarded := map[types.UID]bool{}
+	guardedUIDs := map[types.UID]bool{}
 	var due, early []candidate
 	for _, s := range x.Index.All() {
 		for _, k := range s.Keys {
 			for _, gvk := range k.Kinds {
 				// Candidates are copied: the walk hands out the cached objects.
-				err := eachCached(ctx, x.Cache, gvk, s.Policy.Ref.Namespace, func(obj *metav1.PartialObjectMetadata) bool {
+				err := guarded.EachCached(ctx, x.Cache, gvk, s.Policy.Ref.Namespace, func(obj *metav1.PartialObjectMetadata) bool {
 					if obj.DeletionTimestamp == nil || !slices.Contains(obj.Finalizers, k.Key) {
 						return true
 					}
 					dk := diagKey{k.Key, obj.UID}
-					seen[dk], guarded[obj.UID] = true, true
+					seen[dk], guardedUIDs[obj.UID] = true, true
 					if !session || now.Sub(obj.DeletionTimestamp.Time) < x.After {
 						return true
 					}
@@ -166,7 +167,7 @@ func (x *Diagnoser) Pass(ctx context.Context) error {
 	}
 	var kindsDue []kindCandidate
 	if ex != nil && len(x.Kinds) > 0 {
-		kindsDue = x.terminatingOfKinds(ctx, ex, guarded, seen, now)
+		kindsDue = x.terminatingOfKinds(ctx, ex, guardedUIDs, seen, now)
 	} else {
 		x.keepKinds(seen) // not listed in this pass
 	}

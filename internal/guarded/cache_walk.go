@@ -3,7 +3,7 @@ Copyright 2026 The Teardown Authors.
 SPDX-License-Identifier: Apache-2.0
 */
 
-package teardownpolicy
+package guarded
 
 import (
 	"context"
@@ -13,11 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-
-	"github.com/teardown-dev/teardown/internal/guarded"
 )
 
-// eachCached calls fn with every object of gvk in the manager's
+// EachCached calls fn with every object of gvk in the manager's
 // metadata-only cache, in namespace (every namespace when it is ""), until
 // fn returns false.
 //
@@ -31,17 +29,17 @@ import (
 // fn gets the cached object itself, which the cache transform shares parts
 // of with other objects (internal/controller/cachetransform): fn must not
 // write to it, and must deep-copy what it hands on to code that may.
-func eachCached(ctx context.Context, informers cache.Informers, gvk schema.GroupVersionKind, namespace string, fn func(*metav1.PartialObjectMetadata) bool) error {
+func EachCached(ctx context.Context, informers cache.Informers, gvk schema.GroupVersionKind, namespace string, fn func(*metav1.PartialObjectMetadata) bool) error {
 	like := &metav1.PartialObjectMetadata{}
 	like.SetGroupVersionKind(gvk)
 	// The same informer a List of PartialObjectMetadataList would read:
 	// started if need be, and waited on until synced.
-	syncCtx, cancel := context.WithTimeout(ctx, guarded.CacheSyncTimeout)
+	syncCtx, cancel := context.WithTimeout(ctx, CacheSyncTimeout)
 	defer cancel()
 	inf, err := informers.GetInformer(syncCtx, like)
 	if err != nil {
 		if syncCtx.Err() != nil && ctx.Err() == nil {
-			return guarded.CacheSyncError(gvk, err)
+			return CacheSyncError(gvk, err)
 		}
 		return err
 	}

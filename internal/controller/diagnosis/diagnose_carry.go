@@ -3,7 +3,7 @@ Copyright 2026 The Teardown Authors.
 SPDX-License-Identifier: Apache-2.0
 */
 
-package teardownpolicy
+package diagnosis
 
 import (
 	"context"
@@ -46,14 +46,14 @@ func (x *Diagnoser) carried(ctx context.Context, ref policy.Ref, obj *metav1.Par
 		logf.FromContext(ctx).V(1).Info("Could not read the policy's earlier diagnoses", "policy", ref.String(), "err", err.Error())
 		return nil
 	}
-	return recordedDiagnosis(status.BlockedObjects, obj.GroupVersionKind(), obj)
+	return RecordedDiagnosis(status.BlockedObjects, obj.GroupVersionKind(), obj)
 }
 
-// recordedDiagnosis returns the diagnosis blocked (a policy's
+// RecordedDiagnosis returns the diagnosis blocked (a policy's
 // status.blockedObjects) holds for obj of kind gvk, if it was found since
 // obj's deletion began: status names objects without their UID, and an
 // entry older than that was about an earlier object of the same name.
-func recordedDiagnosis(blocked []teardownv1alpha1.BlockedObject, gvk schema.GroupVersionKind, obj metav1.Object) *teardownv1alpha1.Diagnosis {
+func RecordedDiagnosis(blocked []teardownv1alpha1.BlockedObject, gvk schema.GroupVersionKind, obj metav1.Object) *teardownv1alpha1.Diagnosis {
 	deleted := obj.GetDeletionTimestamp()
 	if deleted == nil {
 		return nil
@@ -69,11 +69,11 @@ func recordedDiagnosis(blocked []teardownv1alpha1.BlockedObject, gvk schema.Grou
 	return nil
 }
 
-// judged is true when this process diagnosed the cleanup under key of the
+// Judged is true when this process diagnosed the cleanup under key of the
 // object uid (found a cause or not), and always when diagnosis is off: until
 // then, status keeps the diagnosis an earlier leader recorded
-// (recordedDiagnosis) rather than drop it at the first status refresh.
-func (x *Diagnoser) judged(key string, uid types.UID) bool {
+// (RecordedDiagnosis) rather than drop it at the first status refresh.
+func (x *Diagnoser) Judged(key string, uid types.UID) bool {
 	return x == nil || x.known(diagKey{key, uid})
 }
 

@@ -3,7 +3,7 @@ Copyright 2026 The Teardown Authors.
 SPDX-License-Identifier: Apache-2.0
 */
 
-package teardownpolicy
+package diagnosis
 
 import (
 	"context"
@@ -45,6 +45,3 @@ func DiagnoseWaits(ctx context.Context, cfg *rest.Config, mapper meta.RESTMapper
 	}
 	return out, nil
 }
-
-// EachCached is eachCached, for the walk's own test.
-var EachCached = eachCached

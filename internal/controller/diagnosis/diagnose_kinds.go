@@ -3,7 +3,7 @@ Copyright 2026 The Teardown Authors.
 SPDX-License-Identifier: Apache-2.0
 */
 
-package teardownpolicy
+package diagnosis
 
 import (
 	"context"

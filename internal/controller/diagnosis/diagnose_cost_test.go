@@ -3,7 +3,7 @@ Copyright 2026 The Teardown Authors.
 SPDX-License-Identifier: Apache-2.0
 */
 
-package teardownpolicy_test
+package diagnosis_test
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
-	"github.com/teardown-dev/teardown/internal/controller/teardownpolicy"
+	"github.com/teardown-dev/teardown/internal/controller/diagnosis"
 	"github.com/teardown-dev/teardown/internal/policy"
 	"github.com/teardown-dev/teardown/internal/steps"
 	"github.com/teardown-dev/teardown/internal/testenv"
@@ -96,7 +96,7 @@ func TestDiagnosisCost(t *testing.T) {
 			took := make([]time.Duration, len(waits))
 			last := int64(0)
 			start := time.Now()
-			got, err := teardownpolicy.DiagnoseWaits(t.Context(), counted, mapper, pol, "teardown.dev/cost", waits, func(i int, d time.Duration) {
+			got, err := diagnosis.DiagnoseWaits(t.Context(), counted, mapper, pol, "teardown.dev/cost", waits, func(i int, d time.Duration) {
 				requests[i], took[i] = n.Load()-last, d
 				last = n.Load()
 			})
@@ -185,7 +185,7 @@ func TestNamespaceDiagnosisCost(t *testing.T) {
 			requests := make([]int64, len(waits))
 			took := make([]time.Duration, len(waits))
 			last := int64(0)
-			got, err := teardownpolicy.DiagnoseWaits(t.Context(), counted, mapper, pol, "teardown.dev/cost", waits, func(i int, d time.Duration) {
+			got, err := diagnosis.DiagnoseWaits(t.Context(), counted, mapper, pol, "teardown.dev/cost", waits, func(i int, d time.Duration) {
 				requests[i], took[i] = n.Load()-last, d
 				last = n.Load()
 			})
