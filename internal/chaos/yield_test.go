@@ -8,6 +8,7 @@ package chaos_test
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -93,4 +94,61 @@ func TestYieldedPolicyKeepsWhatItAttached(t *testing.T) {
 		return !ok, err
 	})
 	testenv.Eventually(t, 30*time.Second, "the tenant's policy to go", testenv.Gone(k8s, tenant))
+}
+
+// TestYieldedPolicyServesAgainAfterARestart (issue 16, family 3, found by
+// the model test, seed 36): a tenant's TeardownPolicy starts a teardown,
+// then yields its key to a ClusterTeardownPolicy; the tenant declares the
+// key on an object the policy does not select; the cluster policy goes and
+// the controller restarts. The policy was served with this key before (its
+// status says so), so the foreign use of the key since is no reason to
+// refuse it: it serves again and finishes the teardown it started, instead
+// of leaving it stranded with no version in force.
+func TestYieldedPolicyServesAgainAfterARestart(t *testing.T) {
+	const key = "example.com/yield-restart"
+	ns := newNamespace(t)
+	var succeed atomic.Bool
+	hook := newCleanupServer(t, func(webhookRequest) answer {
+		if succeed.Load() {
+			return success
+		}
+		return inProgress
+	})
+	c := startController(t, "controller")
+	tenant := webhookPolicy(ns, "tenant", key, "db", hook)
+	create(t, tenant)
+	mustBeReady(t, tenant)
+	cm := configMap(ns, "db", labels("app", "db"))
+	create(t, cm)
+	testenv.Eventually(t, 30*time.Second, "the tenant's policy to attach its key", func(ctx context.Context) (bool, error) { return carries(ctx, cm, key) })
+	deleteNow(t, cm)
+	testenv.Eventually(t, 30*time.Second, "the tenant's teardown to start", func(context.Context) (bool, error) { return hook.callsFor(cm.UID) > 0, nil })
+
+	name := strings.ToLower(strings.ReplaceAll(t.Name(), "_", "-"))
+	cluster := &teardownv1alpha1.ClusterTeardownPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: teardownv1alpha1.TeardownPolicySpec{
+			Finalizer: key, Targets: []teardownv1alpha1.Target{configMapTarget(labels("app", "web"))},
+			Steps: []teardownv1alpha1.Step{hook.step("platform")},
+		},
+	}
+	create(t, cluster)
+	mustBeReady(t, cluster)
+	testenv.Eventually(t, 30*time.Second, "the tenant's policy to yield", func(context.Context) (bool, error) {
+		return readyOf(t, tenant, time.Second).Reason == teardownv1alpha1.FinalizerConflictReason, nil
+	})
+	create(t, configMap(ns, "declared-elsewhere", labels("app", "other"), key))
+	deleteNow(t, cluster)
+	testenv.Eventually(t, 30*time.Second, "the cluster policy to go", testenv.Gone(k8s, cluster))
+	if err := c.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 45*time.Second, "the tenant's policy to serve again", func(context.Context) (bool, error) {
+		return readyOf(t, tenant, time.Second).Status == metav1.ConditionTrue, nil
+	})
+	succeed.Store(true)
+	testenv.Eventually(t, 30*time.Second, "the object to go after the teardown the tenant's policy started", testenv.Gone(k8s, cm))
+	if _, ok := hook.succeeded(cm.UID); !ok {
+		t.Error("the object went without its cleanup")
+	}
 }

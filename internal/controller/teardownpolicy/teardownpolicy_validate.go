@@ -62,13 +62,14 @@ func (r *Reconciler) validate(ctx context.Context, pol *policy.Policy, polErr er
 		r.yield(ctx, pol, status)
 		return cond, false
 	}
-	if policy.InForce(status, pol.Key) {
-		// Already in force with this key (its status says so): the check
-		// is whether the key was someone else's before this policy took
-		// it. A key a tenant writes since on an object the policy does not
-		// select is no such evidence, and must not unserve the policy and
-		// stall the teardowns it started (the policy never touches that
-		// object).
+	if status.Finalizer != "" && status.Finalizer == pol.Key {
+		// Served with this key before (its status records it, whether it
+		// is Ready now or yielded it for a while): the check is whether
+		// the key was someone else's before this policy took it. A key a
+		// tenant writes since on an object the policy does not select is
+		// no such evidence, and must not unserve the policy and stall the
+		// teardowns it started (the policy never touches that object),
+		// nor keep it from serving again once a rival it yielded to goes.
 		return metav1.Condition{}, true
 	}
 	return r.checkForeignKey(ctx, pol)
