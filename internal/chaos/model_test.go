@@ -115,6 +115,7 @@ func runModel(t *testing.T, seed uint64, steps int, run string) modelFigures {
 		m.tenants = append(m.tenants, m.newTenant(ctx))
 	}
 	t.Cleanup(m.removeClusterPolicies)
+	installProtectRecords(t, ctx)
 	m.main = startController(t, "controller", "--status-interval=5s")
 	m.start = time.Now()
 

@@ -45,7 +45,14 @@ var (
 	cfg *rest.Config
 	k8s client.Client
 	cs  kubernetes.Interface
+	// controllerCfg is what the controller processes run as: a superuser
+	// (system:masters) under the user name of the shipped controller's
+	// ServiceAccount, which the shipped admission policies exempt.
+	controllerCfg *rest.Config
 )
+
+// controllerUser is the user name config/default's controller runs as.
+const controllerUser = "system:serviceaccount:teardown-system:teardown-controller"
 
 func TestMain(m *testing.M) {
 	opts := testenv.Options{TeardownCRDs: true}
@@ -67,6 +74,9 @@ func TestMain(m *testing.M) {
 			panic(err)
 		}
 		if err := grantServiceAccounts(); err != nil {
+			panic(err)
+		}
+		if controllerCfg, err = e.AddUser(controllerUser, "system:masters"); err != nil {
 			panic(err)
 		}
 	})
@@ -119,7 +129,7 @@ func newController(t *testing.T, name, leaderElectionNamespace string, args ...s
 	c, err := procctl.New(procctl.Options{
 		Name:                    name,
 		Dir:                     logDir(t),
-		Config:                  env.Config,
+		Config:                  controllerCfg,
 		LeaderElectionNamespace: leaderElectionNamespace,
 		Args:                    args,
 		// The tests' cleanup servers listen on 127.0.0.1.
