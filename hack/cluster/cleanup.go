@@ -69,6 +69,10 @@ func (c *cluster) stop() error {
 		}
 	}
 	removeKubeletChains()
+	removeCNIChains()
+	if !c.netnsDirAtStart {
+		_ = os.Remove("/var/run/netns") // only if empty
+	}
 	if !c.runContainerdAtStart {
 		_ = os.RemoveAll("/run/containerd")
 	}
@@ -277,4 +281,42 @@ func overlayWorks(dir string) bool {
 	}
 	_ = syscall.Unmount(filepath.Join(base, "merged"), 0)
 	return true
+}
+
+// removeCNIChains removes the bridge plugin's masquerade chains of this
+// cluster's network (their rules name "teardown-e2e") that a sandbox's CNI
+// DEL left (seen once in a run of make e2e), with the POSTROUTING rules that
+// jump to them.
+func removeCNIChains() {
+	out, err := exec.Command("iptables-save", "-t", "nat").Output()
+	if err != nil {
+		return
+	}
+	chains := map[string]bool{}
+	for _, l := range strings.Split(string(out), "\n") {
+		f := strings.Fields(l)
+		if len(f) > 1 && f[0] == "-A" && strings.HasPrefix(f[1], "CNI-") && strings.Contains(l, `name: \"teardown-e2e\"`) {
+			chains[f[1]] = true
+		}
+	}
+	for chain := range chains {
+		// Delete the jumps by number, last first, so the numbers hold.
+		rules, _ := exec.Command("iptables", "-w", "-t", "nat", "-S", "POSTROUTING").Output()
+		var nums []int
+		n := 0
+		for _, l := range strings.Split(string(rules), "\n") {
+			if !strings.HasPrefix(l, "-A POSTROUTING") {
+				continue
+			}
+			n++
+			if strings.HasSuffix(l, "-j "+chain) {
+				nums = append(nums, n)
+			}
+		}
+		for i := len(nums) - 1; i >= 0; i-- {
+			_ = exec.Command("iptables", "-w", "-t", "nat", "-D", "POSTROUTING", strconv.Itoa(nums[i])).Run()
+		}
+		_ = exec.Command("iptables", "-w", "-t", "nat", "-F", chain).Run()
+		_ = exec.Command("iptables", "-w", "-t", "nat", "-X", chain).Run()
+	}
 }

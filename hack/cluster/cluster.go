@@ -51,6 +51,9 @@ type cluster struct {
 	// runContainerdAtStart: /run/containerd (the shims' sockets) was there
 	// before; if not, stop removes it.
 	runContainerdAtStart bool
+	// netnsDirAtStart: /var/run/netns was there before; if not, stop
+	// removes it (when empty).
+	netnsDirAtStart bool
 }
 
 func (c *cluster) path(parts ...string) string {
@@ -68,6 +71,9 @@ func (c *cluster) start(ctx context.Context) error {
 	c.netnsAtStart = listNetns()
 	if _, err := os.Stat("/run/containerd"); err == nil {
 		c.runContainerdAtStart = true
+	}
+	if _, err := os.Stat("/var/run/netns"); err == nil {
+		c.netnsDirAtStart = true
 	}
 	for _, bin := range []string{"containerd", "runc", "iptables"} {
 		if _, err := exec.LookPath(bin); err != nil {

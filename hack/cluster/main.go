@@ -35,6 +35,7 @@ func main() {
 	flag.StringVar(&o.Bin, "bin", "", "folder with the Kubernetes binaries (default: REPO/bin/k8s)")
 	flag.StringVar(&o.ControllerImage, "controller-image", "", "OCI layout of the teardown-controller image to push as REGISTRY/teardown-controller (default: REPO/bin/image/teardown-controller, if there)")
 	flag.StringVar(&o.Runc, "runc", "runc", "the OCI runtime containerd runs (a wrapper adding --debug helps when a container does not start)")
+	flag.StringVar(&o.Logs, "logs", "", "copy every process's log here at the end")
 	flag.BoolVar(&o.Keep, "keep", false, "leave the work folder (logs) in place at the end")
 	flag.Parse()
 	if err := run(o); err != nil {
@@ -44,8 +45,8 @@ func main() {
 }
 
 type options struct {
-	Dir, Repo, Bin, ControllerImage, Runc string
-	Keep                                  bool
+	Dir, Repo, Bin, ControllerImage, Runc, Logs string
+	Keep                                        bool
 }
 
 func run(o options) (retErr error) {
@@ -86,6 +87,11 @@ func run(o options) (retErr error) {
 		if err := c.stop(); err != nil && retErr == nil {
 			retErr = err
 		}
+		if o.Logs != "" {
+			if err := copyLogs(o.Dir, o.Logs); err != nil && retErr == nil {
+				retErr = err
+			}
+		}
 		if !o.Keep {
 			if err := os.RemoveAll(o.Dir); err != nil && retErr == nil {
 				retErr = fmt.Errorf("removing %s: %w", o.Dir, err)
@@ -119,4 +125,22 @@ func run(o options) (retErr error) {
 
 func (c *cluster) logf(format string, args ...any) {
 	fmt.Fprintf(c.log, "%s cluster: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+// copyLogs copies dir's *.log files to logs.
+func copyLogs(dir, logs string) error {
+	files, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+	if err := os.MkdirAll(logs, 0o755); err != nil {
+		return err
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(logs, filepath.Base(f)), data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -108,6 +108,7 @@ func TestQuickStart(t *testing.T) {
 	}
 	envv := append(os.Environ(),
 		"KUBECONFIG="+env.Kubeconfig,
+		"REGISTRY=registry.example.com/teardown", // helm install's image (the controller runs out of process here)
 		"PATH="+strings.Join([]string{pluginDir, filepath.Join(root, "bin"), assets, os.Getenv("PATH")}, string(os.PathListSeparator)),
 	)
 	t.Logf("built the controller and the plugin in %s", time.Since(start).Round(time.Millisecond))
