@@ -224,6 +224,15 @@ $(CONTROLLER_GEN): hack/tools/controller-gen/go.mod hack/tools/controller-gen/go
 $(HELM): hack/tools/helm/go.mod hack/tools/helm/go.sum hack/helm.sh
 	hack/helm.sh
 
+# golangci-lint is pinned in hack/tools/golangci-lint/go.mod.
+GOLANGCI_LINT := bin/golangci-lint
+$(GOLANGCI_LINT): hack/tools/golangci-lint/go.mod hack/tools/golangci-lint/go.sum
+	$(GO) -C hack/tools/golangci-lint build -o $(CURDIR)/$(GOLANGCI_LINT) github.com/golangci/golangci-lint/v2/cmd/golangci-lint
+
+.PHONY: lint
+lint: $(GOLANGCI_LINT) ## Run golangci-lint (.golangci.yml: the standard linters, errorlint, loggercheck, importas); make verify runs it too.
+	$(GOLANGCI_LINT) run ./...
+
 .PHONY: helm
 helm: $(HELM) ## Build helm (pinned in hack/tools/helm/go.mod) into bin/helm.
 
@@ -233,5 +242,5 @@ chart: ## Write the generated part of charts/teardown (CRDs, RBAC, admission pol
 	$(GO) -C hack/tools/chartschema run . -out $(CURDIR)/charts/teardown/values.schema.json
 
 .PHONY: verify
-verify: ## Fail if code is unformatted, vet complains, go.mod is untidy or generated files are stale.
+verify: ## Fail if code is unformatted, vet or golangci-lint complains, go.mod is untidy or generated files are stale.
 	hack/verify.sh

@@ -52,7 +52,7 @@ func signedRequest(t *testing.T, secret []byte, at time.Time) (*http.Request, []
 	req.Header.Set(steps.WebhookIDHeader, id)
 	req.Header.Set(steps.WebhookTimestampHeader, strconv.FormatInt(at.Unix(), 10))
 	req.Header.Set(steps.WebhookSignatureHeader, steps.StandardSignature(key, id, at, body))
-	req.Header.Set(steps.SignatureHeader, steps.Signature(secret, at, body))
+	req.Header.Set(steps.SignatureHeader, steps.Signature(secret, at, body)) //nolint:staticcheck // the legacy header is still sent and must still verify
 	return req, body
 }
 
@@ -123,7 +123,7 @@ func TestReceiver(t *testing.T) {
 		}, wantCode: 401, want: notSigned},
 		{name: "unsigned", request: func(t *testing.T) *http.Request {
 			r, _ := signedRequest(t, secret, now)
-			for _, h := range []string{steps.WebhookIDHeader, steps.WebhookTimestampHeader, steps.WebhookSignatureHeader, steps.SignatureHeader} {
+			for _, h := range []string{steps.WebhookIDHeader, steps.WebhookTimestampHeader, steps.WebhookSignatureHeader, steps.SignatureHeader} { //nolint:staticcheck // the legacy header is still sent
 				r.Header.Del(h)
 			}
 			return r

@@ -68,7 +68,7 @@ func run(nCRDs, nObjects, nNamespaces int, terminating float64, runs int, plugin
 	if err != nil {
 		return err
 	}
-	defer env.Stop()
+	defer func() { _ = env.Stop() }()
 	cfg := rest.CopyConfig(env.Config)
 	cfg.QPS, cfg.Burst = 2000, 4000
 	dyn := dynamic.NewForConfigOrDie(cfg)

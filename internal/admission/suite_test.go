@@ -36,8 +36,6 @@ import (
 )
 
 const (
-	// policyName is the shipped ValidatingAdmissionPolicy and binding.
-	policyName = "teardown-protect-finalizers"
 	// controllerUser is the identity config/default exempts: the
 	// teardown-controller's ServiceAccount.
 	controllerUser = "system:serviceaccount:teardown-system:teardown-controller"
@@ -150,7 +148,7 @@ func waitEnforced(ctx context.Context) error {
 		return last != nil && strings.Contains(last.Error(), hint), nil
 	})
 	if err != nil {
-		return fmt.Errorf("waiting for the policy to be enforced (last answer: %v): %w", last, err)
+		return fmt.Errorf("waiting for the policy to be enforced (last answer: %v): %w", last, err) //nolint:errorlint // last is a message, err the cause
 	}
 	return nil
 }

@@ -50,7 +50,7 @@ func TestWebhookSignedForClusterPolicy(t *testing.T) {
 	var verified, unverified int
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		err := steps.VerifySignature(r.Header.Get(steps.SignatureHeader), secretValue, body, time.Now(), steps.SignatureTolerance)
+		err := steps.VerifySignature(r.Header.Get(steps.SignatureHeader), secretValue, body, time.Now(), steps.SignatureTolerance) //nolint:staticcheck // the legacy header is still sent and must still verify
 		mu.Lock()
 		defer mu.Unlock()
 		if err != nil {

@@ -204,7 +204,7 @@ func (s *uninstall) run(ctx context.Context, events <-chan objectEvent) error {
 			}
 		case e := <-events:
 			if e.ev.Type == watch.Error {
-				return fmt.Errorf("watching %s: %v", e.kind, apierrors.FromObject(e.ev.Object))
+				return fmt.Errorf("watching %s: %w", e.kind, apierrors.FromObject(e.ev.Object))
 			}
 			done, err := s.handle(ctx, e)
 			if err != nil || done {

@@ -8,6 +8,7 @@ SPDX-License-Identifier: Apache-2.0
 package deps_test
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -43,7 +44,7 @@ func TestImportersModuleGraph(t *testing.T) {
 		out, err := cmd.Output()
 		if err != nil {
 			var stderr string
-			if ee, ok := err.(*exec.ExitError); ok {
+			if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 				stderr = string(ee.Stderr)
 			}
 			t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, stderr)

@@ -252,7 +252,7 @@ func TestContractNamesAreDocumented(t *testing.T) {
 		controller.Name, "teardown.dev/aggregate-to-controller", "teardown-controller-targets",
 		"--" + "attach-webhook-configuration",
 		"--" + "default-service-account", "--" + steps.AllowedCIDRsFlag, "--" + steps.AllowHTTPFlag,
-		"--" + "cluster-resource-namespace", steps.SignatureHeader, "teardown-policy-service-account",
+		"--" + "cluster-resource-namespace", steps.SignatureHeader, "teardown-policy-service-account", //nolint:staticcheck // the docs name the legacy header while it is sent
 	}
 	fqName := regexp.MustCompile(`fqName: "([^"]+)"`)
 	for _, c := range slices.Concat(finalizer.Collectors(), teardownpolicy.Collectors(), diagnosis.Collectors()) {

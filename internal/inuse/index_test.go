@@ -7,6 +7,7 @@ package inuse
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"slices"
@@ -418,7 +419,7 @@ func TestNotSyncedWaitsForSync(t *testing.T) {
 	x, woken := newTestIndex()
 	x.synced.Store(false)
 	w := waiter(saGVK, "a", "b")
-	if _, err := x.Check(w, schema.GroupKind{Kind: "ServiceAccount"}, "a", "b", ""); err != ErrNotSynced {
+	if _, err := x.Check(w, schema.GroupKind{Kind: "ServiceAccount"}, "a", "b", ""); !errors.Is(err, ErrNotSynced) {
 		t.Fatalf("Check before sync = %v; want ErrNotSynced", err)
 	}
 	x.synced.Store(true)

@@ -59,8 +59,8 @@ func checkProxyHost(host string, allowed []netip.Prefix) error {
 			refused = &DestinationError{Addr: h, Reason: "loopback"}
 		}
 	} else if addr, err := netip.ParseAddr(h); err == nil {
-		if err := checkAddr(addr, allowed); err != nil {
-			refused = err.(*DestinationError)
+		if err := checkAddr(addr, allowed); err != nil && !errors.As(err, &refused) {
+			return err
 		}
 	}
 	if refused != nil {

@@ -223,7 +223,7 @@ func (e *Env) waitForGarbageCollector() error {
 	err = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		select {
 		case err := <-e.kcmDone:
-			return false, fmt.Errorf("kube-controller-manager exited: %v\n%s", err, e.controllerManagerLogTail())
+			return false, fmt.Errorf("kube-controller-manager exited: %w\n%s", err, e.controllerManagerLogTail())
 		default:
 		}
 		err := c.Get(ctx, client.ObjectKeyFromObject(dependent), &corev1.ConfigMap{})
@@ -253,13 +253,7 @@ func (e *Env) StopControllerManager() error {
 	if e.kcm == nil || e.kcm.Process == nil {
 		return errors.New("kube-controller-manager is not running")
 	}
-	_ = e.kcm.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-e.kcmDone:
-	case <-time.After(10 * time.Second):
-		_ = e.kcm.Process.Kill()
-		<-e.kcmDone
-	}
+	_ = terminate(e.kcm.Process, e.kcmDone, 10*time.Second) // told to stop: how it exits says nothing
 	e.kcm = nil
 	return nil
 }
@@ -317,13 +311,7 @@ func (e *Env) Stop() error {
 	}
 	var errs []error
 	if e.kcm != nil && e.kcm.Process != nil {
-		_ = e.kcm.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-e.kcmDone:
-		case <-time.After(10 * time.Second):
-			_ = e.kcm.Process.Kill()
-			<-e.kcmDone
-		}
+		_ = terminate(e.kcm.Process, e.kcmDone, 10*time.Second)
 	}
 	e.stopRestartedAPIServer()
 	if e.env != nil {
@@ -370,6 +358,19 @@ func ModuleRoot() (string, error) {
 			return "", errors.New("not inside the teardown module")
 		}
 		dir = parent
+	}
+}
+
+// terminate sends p SIGTERM, then SIGKILL after grace, and returns how it
+// exited (done receives its Wait).
+func terminate(p *os.Process, done <-chan error, grace time.Duration) error {
+	_ = p.Signal(syscall.SIGTERM)
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(grace):
+		_ = p.Kill()
+		return <-done
 	}
 }
 

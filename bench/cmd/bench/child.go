@@ -124,7 +124,7 @@ func (b *bench) startChild(name, queue, bin string, args ...string) (*child, err
 		return c, nil
 	case err := <-c.done:
 		logFile.Close()
-		return nil, fmt.Errorf("%s exited before it was ready: %v (see %s)", name, err, logFile.Name())
+		return nil, fmt.Errorf("%s exited before it was ready: %w (see %s)", name, err, logFile.Name())
 	case <-time.After(60 * time.Second):
 		c.stop()
 		return nil, fmt.Errorf("%s did not announce its debug address within 60s (see %s)", name, logFile.Name())
@@ -136,10 +136,11 @@ func (c *child) stop() {
 	defer c.log.Close()
 	_ = c.cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-c.done:
+	case err := <-c.done:
+		_ = err // told to stop: how it exits says nothing
 	case <-time.After(15 * time.Second):
 		_ = c.cmd.Process.Kill()
-		<-c.done
+		<-c.done //nolint:errcheck // killed: how it exits says nothing
 	}
 }
 
@@ -150,7 +151,7 @@ func (c *child) exited() error {
 	select {
 	case err := <-c.done:
 		c.done <- err
-		return fmt.Errorf("%s exited: %v (see %s)", c.name, err, c.log.Name())
+		return fmt.Errorf("%s exited: %w (see %s)", c.name, err, c.log.Name())
 	default:
 		return nil
 	}

@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -133,7 +134,7 @@ func parallel(ctx context.Context, workers, n int, fn func(ctx context.Context, 
 		})
 	}
 	wg.Wait()
-	if err := context.Cause(ctx); err != nil && err != context.Canceled {
+	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}
 	return ctx.Err()

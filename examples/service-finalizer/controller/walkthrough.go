@@ -93,7 +93,7 @@ func Walkthrough(ctx context.Context, cs kubernetes.Interface, svc *corev1.Servi
 
 	_, err = services.Get(ctx, svc.Name, metav1.GetOptions{})
 	if !apierrors.IsNotFound(err) {
-		return fmt.Errorf("the watch said the Service was deleted, but reading it answered %v", err)
+		return fmt.Errorf("the watch said the Service was deleted, but reading it answered %w", err)
 	}
 	say(w, "kubectl get service %s -n %s: NotFound", svc.Name, svc.Namespace)
 	if _, ok := dns.Lookup(record); ok {
@@ -172,7 +172,7 @@ func narrateDeletion(ctx context.Context, watcher watch.Interface, deleted time.
 			say(w, "%s finalizer %s removed by the controller; no finalizer left, so the API server deleted the Service", at, FinalizerName)
 			return nil
 		case watch.Error:
-			return fmt.Errorf("watching the Service: %v", apierrors.FromObject(ev.Object))
+			return fmt.Errorf("watching the Service: %w", apierrors.FromObject(ev.Object))
 		}
 	}
 }

@@ -29,7 +29,7 @@ func fullMetadata() *metav1.PartialObjectMetadata {
 	return &metav1.PartialObjectMetadata{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name: "web", GenerateName: "we", Namespace: "shop", SelfLink: "/api/v1/namespaces/shop/configmaps/web",
+			Name: "web", GenerateName: "we", Namespace: "shop", SelfLink: "/api/v1/namespaces/shop/configmaps/web", //nolint:staticcheck // a cached object may still carry it; the transform must drop it
 			UID: types.UID("0b5c6f0e-1111-4a2b-9c3d-2e4f5a6b7c8d"), ResourceVersion: "4711", Generation: 3,
 			CreationTimestamp: created, DeletionTimestamp: &deleted, DeletionGracePeriodSeconds: ptr.To[int64](0),
 			Labels: map[string]string{"app": "web", "tier": "front"},
