@@ -517,7 +517,7 @@ func (r *Reconciler) release(ctx context.Context, s *policy.Served, k policy.Ser
 // namespaces; nil otherwise.
 func (r *Reconciler) namespaceLabels(ctx context.Context, ns string, policies []*policy.Served) (labels.Set, error) {
 	if ns == "" || !slices.ContainsFunc(policies, func(p *policy.Served) bool {
-		return slices.ContainsFunc(p.Targets, func(t policy.Target) bool { return t.NamespaceSelector != nil })
+		return slices.ContainsFunc(p.Targets, func(t policy.Selector) bool { return t.NamespaceSelector != nil })
 	}) {
 		return nil, nil
 	}

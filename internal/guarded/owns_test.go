@@ -23,7 +23,7 @@ func TestOwns(t *testing.T) {
 	const key, old = "shop.teardown.dev/dns", "old.example.com/dns"
 	pol := &policy.Policy{
 		Ref: policy.Ref{Kind: policy.KindNamespaced, Namespace: "shop", Name: "dns"}, Key: key, UID: "policy-uid",
-		Targets: []policy.Target{{GVK: cm, Selector: labels.SelectorFromSet(labels.Set{"app": "web"})}},
+		Targets: []policy.Selector{{GVK: cm, Selector: labels.SelectorFromSet(labels.Set{"app": "web"})}},
 	}
 	current := policy.ServedKey{Key: key, Kinds: []schema.GroupVersionKind{cm}}
 	retired := policy.ServedKey{Key: old, Kinds: []schema.GroupVersionKind{cm}, Retired: true}

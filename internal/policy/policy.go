@@ -48,8 +48,10 @@ func (r Ref) String() string {
 	return string(r.Kind) + " " + r.Namespace + "/" + r.Name
 }
 
-// Target is a parsed spec target.
-type Target struct {
+// Selector is a parsed spec.targets entry: which objects of which kind the
+// policy guards (the API keeps the name targets; "target" alone named five
+// things in the code).
+type Selector struct {
 	GVK               schema.GroupVersionKind
 	Selector          labels.Selector
 	NamespaceSelector labels.Selector // nil: every namespace in scope
@@ -73,7 +75,7 @@ type Policy struct {
 	Created time.Time
 	Key     string
 	Attach  teardownv1alpha1.AttachMode
-	Targets []Target
+	Targets []Selector
 	Steps   []Step
 	// Fingerprint identifies the steps of this version: a step's recorded
 	// progress is trusted only under the same fingerprint.
@@ -177,7 +179,7 @@ func FromObject(obj client.Object) (*Policy, error) {
 		if err != nil {
 			return nil, &FieldError{Reason: teardownv1alpha1.InvalidSelectorReason, Field: fmt.Sprintf("spec.targets[%d].selector", i), Err: err}
 		}
-		target := Target{GVK: gv.WithKind(t.Kind), Selector: sel}
+		target := Selector{GVK: gv.WithKind(t.Kind), Selector: sel}
 		if t.NamespaceSelector != nil {
 			if target.NamespaceSelector, err = metav1.LabelSelectorAsSelector(t.NamespaceSelector); err != nil {
 				return nil, &FieldError{Reason: teardownv1alpha1.InvalidSelectorReason, Field: fmt.Sprintf("spec.targets[%d].namespaceSelector", i), Err: err}
@@ -226,7 +228,7 @@ func (p *Policy) Matches(gvk schema.GroupVersionKind, obj metav1.Object, nsLabel
 
 // TargetsKind reports whether the policy has a target of kind gvk.
 func (p *Policy) TargetsKind(gvk schema.GroupVersionKind) bool {
-	return slices.ContainsFunc(p.Targets, func(t Target) bool { return t.GVK == gvk })
+	return slices.ContainsFunc(p.Targets, func(t Selector) bool { return t.GVK == gvk })
 }
 
 // Fingerprint hashes a list of steps: any edit, reorder, insertion or removal

@@ -159,7 +159,7 @@ func TestMatches(t *testing.T) {
 func TestIndex(t *testing.T) {
 	x := NewIndex()
 	mk := func(kind Kind, ns, name, key string) *Served {
-		pol := &Policy{Ref: Ref{Kind: kind, Namespace: ns, Name: name}, UID: types.UID(name), Key: key, Targets: []Target{{GVK: cmKind, Selector: labels.Everything()}}, Deadline: time.Minute}
+		pol := &Policy{Ref: Ref{Kind: kind, Namespace: ns, Name: name}, UID: types.UID(name), Key: key, Targets: []Selector{{GVK: cmKind, Selector: labels.Everything()}}, Deadline: time.Minute}
 		return &Served{Policy: pol, Keys: []ServedKey{{Key: key, Kinds: pol.Kinds()}}}
 	}
 	b := mk(KindNamespaced, "shop", "b", "x.example.com/b")

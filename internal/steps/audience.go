@@ -47,7 +47,7 @@ func AudienceOf(gvk schema.GroupVersionKind, obj metav1.Object) Audience {
 	return Audience{}
 }
 
-func audienceOf(t Target) Audience { return AudienceOf(t.GVK, t.Obj) }
+func audienceOf(t Object) Audience { return AudienceOf(t.GVK, t.Obj) }
 
 // MayName reports whether a message a reads may name an object of
 // namespace ns ("" for a cluster-scoped object). It is the one rule: an

@@ -141,14 +141,14 @@ func TestMessagesNameOnlyWhatTheirReaderCouldList(t *testing.T) {
 	jobStep := teardownv1alpha1.Step{Name: "drain", Job: &teardownv1alpha1.JobAction{Namespace: "ops", Template: teardownv1alpha1.JobTemplate{
 		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "drain:1"}}}}}}}}
 
-	tenantBinding := Target{GVK: rbacv1.SchemeGroupVersion.WithKind("RoleBinding"),
+	tenantBinding := Object{GVK: rbacv1.SchemeGroupVersion.WithKind("RoleBinding"),
 		Obj: &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "read-billing", UID: "rb-uid"}}}
-	clusterBinding := Target{GVK: rbacv1.SchemeGroupVersion.WithKind("ClusterRoleBinding"),
+	clusterBinding := Object{GVK: rbacv1.SchemeGroupVersion.WithKind("ClusterRoleBinding"),
 		Obj: &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "read-billing", UID: "crb-uid"}}}
 	cases := []struct {
 		name   string
 		step   teardownv1alpha1.Step
-		target Target
+		target Object
 		want   string
 	}{
 		{"unused, a tenant's RoleBinding: the pods of other namespaces counted", unusedStep(), tenantBinding,

@@ -74,7 +74,7 @@ func JobNamespace(pol *policy.Policy, j *teardownv1alpha1.JobAction) (string, er
 	return "", errors.New("job step of a ClusterTeardownPolicy must set job.namespace")
 }
 
-func (r *Runner) job(ctx context.Context, pol *policy.Policy, step teardownv1alpha1.Step, t Target) outcome {
+func (r *Runner) job(ctx context.Context, pol *policy.Policy, step teardownv1alpha1.Step, t Object) outcome {
 	ns, err := JobNamespace(pol, step.Job)
 	if err != nil {
 		return transient(err)
@@ -125,7 +125,7 @@ func (r *Runner) job(ctx context.Context, pol *policy.Policy, step teardownv1alp
 	return out
 }
 
-func (r *Runner) createJob(ctx context.Context, writer client.Client, pol *policy.Policy, step teardownv1alpha1.Step, t Target, ns, name string) outcome {
+func (r *Runner) createJob(ctx context.Context, writer client.Client, pol *policy.Policy, step teardownv1alpha1.Step, t Object, ns, name string) outcome {
 	readers := audienceOf(t)
 	nsObj := &corev1.Namespace{}
 	if err := r.Reader.Get(ctx, client.ObjectKey{Name: ns}, nsObj); err != nil {
@@ -154,7 +154,7 @@ func (r *Runner) createJob(ctx context.Context, writer client.Client, pol *polic
 // it by, no TTL. The policy controller dry-runs it to validate the template.
 // A non-empty serviceAccount is the one its pods run as, whatever the
 // template says (validation refuses a template naming another).
-func NewJob(pol *policy.Policy, step teardownv1alpha1.Step, t Target, ns, serviceAccount string) *batchv1.Job {
+func NewJob(pol *policy.Policy, step teardownv1alpha1.Step, t Object, ns, serviceAccount string) *batchv1.Job {
 	tmpl := step.Job.Template
 	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{

@@ -40,7 +40,7 @@ const (
 type kind struct {
 	action Action
 	is     func(teardownv1alpha1.Step) bool
-	run    func(r *Runner, ctx context.Context, pol *policy.Policy, key string, i int, t Target) outcome
+	run    func(r *Runner, ctx context.Context, pol *policy.Policy, key string, i int, t Object) outcome
 	// needs lists the permissions the step needs, or refuses a step no
 	// policy of this scope may have.
 	needs func(r *Runner, env NeedsEnv, pol *policy.Policy, s policy.Step) ([]Access, *Refusal)
@@ -52,21 +52,21 @@ type kind struct {
 var kinds = []kind{
 	{
 		action: ActionWebhook, is: func(s teardownv1alpha1.Step) bool { return s.Webhook != nil },
-		run: func(r *Runner, ctx context.Context, pol *policy.Policy, key string, i int, t Target) outcome {
+		run: func(r *Runner, ctx context.Context, pol *policy.Policy, key string, i int, t Object) outcome {
 			return r.webhook(ctx, pol, key, pol.Steps[i].Step, t)
 		},
 		needs: webhookNeeds,
 	},
 	{
 		action: ActionJob, is: func(s teardownv1alpha1.Step) bool { return s.Job != nil },
-		run: func(r *Runner, ctx context.Context, pol *policy.Policy, _ string, i int, t Target) outcome {
+		run: func(r *Runner, ctx context.Context, pol *policy.Policy, _ string, i int, t Object) outcome {
 			return r.job(ctx, pol, pol.Steps[i].Step, t)
 		},
 		needs: jobNeeds,
 	},
 	{
 		action: ActionDelete, is: func(s teardownv1alpha1.Step) bool { return s.Delete != nil },
-		run: func(r *Runner, ctx context.Context, pol *policy.Policy, key string, i int, t Target) outcome {
+		run: func(r *Runner, ctx context.Context, pol *policy.Policy, key string, i int, t Object) outcome {
 			return r.delete(ctx, pol, key, i, pol.Steps[i].Delete, t)
 		},
 		needs: func(_ *Runner, env NeedsEnv, pol *policy.Policy, s policy.Step) ([]Access, *Refusal) {
@@ -75,7 +75,7 @@ var kinds = []kind{
 	},
 	{
 		action: ActionWait, is: func(s teardownv1alpha1.Step) bool { return s.Wait != nil },
-		run: func(r *Runner, ctx context.Context, pol *policy.Policy, key string, i int, t Target) outcome {
+		run: func(r *Runner, ctx context.Context, pol *policy.Policy, key string, i int, t Object) outcome {
 			return r.wait(ctx, pol, key, i, pol.Steps[i].Condition, pol.Steps[i].Wait, t)
 		},
 		needs: func(_ *Runner, env NeedsEnv, pol *policy.Policy, s policy.Step) ([]Access, *Refusal) {
@@ -84,7 +84,7 @@ var kinds = []kind{
 	},
 	{
 		action: ActionUnused, is: func(s teardownv1alpha1.Step) bool { return s.Unused != nil },
-		run: func(r *Runner, ctx context.Context, pol *policy.Policy, key string, i int, t Target) outcome {
+		run: func(r *Runner, ctx context.Context, pol *policy.Policy, key string, i int, t Object) outcome {
 			return r.unused(ctx, pol, key, i, t)
 		},
 		needs: unusedNeeds, usesIndex: true,
@@ -161,7 +161,7 @@ func (r *Runner) Prepare(pol *policy.Policy) {
 	}
 }
 
-func (r *Runner) runStep(ctx context.Context, pol *policy.Policy, key string, i int, t Target) outcome {
+func (r *Runner) runStep(ctx context.Context, pol *policy.Policy, key string, i int, t Object) outcome {
 	k := kindOf(pol.Steps[i].Step)
 	if k == nil {
 		return transient(errors.New("step has no action"))

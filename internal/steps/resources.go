@@ -33,7 +33,7 @@ import (
 // cluster-scoped kinds cluster-wide. A TeardownPolicy's steps reach only
 // namespaced kinds in its own namespace (ScopeError otherwise; validation
 // refuses such a policy before it is served).
-func (r *Runner) listOptions(pol *policy.Policy, res teardownv1alpha1.ResourceSelector, t Target) (schema.GroupVersionKind, []client.ListOption, error) {
+func (r *Runner) listOptions(pol *policy.Policy, res teardownv1alpha1.ResourceSelector, t Object) (schema.GroupVersionKind, []client.ListOption, error) {
 	gv, err := schema.ParseGroupVersion(res.APIVersion)
 	if err != nil {
 		return schema.GroupVersionKind{}, nil, fmt.Errorf("apiVersion %q: %w", res.APIVersion, err)
@@ -76,7 +76,7 @@ func (e *ScopeError) Error() string {
 	return fmt.Sprintf("%s is cluster-scoped: a TeardownPolicy's steps reach only namespaced kinds in its own namespace; use a ClusterTeardownPolicy", e.Kind)
 }
 
-func (r *Runner) delete(ctx context.Context, pol *policy.Policy, key string, i int, d *teardownv1alpha1.DeleteAction, t Target) outcome {
+func (r *Runner) delete(ctx context.Context, pol *policy.Policy, key string, i int, d *teardownv1alpha1.DeleteAction, t Object) outcome {
 	reader, writer, err := r.clients(pol)
 	if err != nil {
 		return transient(err)
@@ -126,7 +126,7 @@ func (r *Runner) delete(ctx context.Context, pol *policy.Policy, key string, i i
 	return watch.finish(out)
 }
 
-func (r *Runner) wait(ctx context.Context, pol *policy.Policy, key string, i int, cond cel.Program, w *teardownv1alpha1.WaitAction, t Target) outcome {
+func (r *Runner) wait(ctx context.Context, pol *policy.Policy, key string, i int, cond cel.Program, w *teardownv1alpha1.WaitAction, t Object) outcome {
 	reader, _, err := r.clients(pol)
 	if err != nil {
 		return transient(err)
@@ -243,7 +243,7 @@ type stepWatch struct {
 // waiting on resources for t, before they are read (so no change between
 // the read and the registration goes unseen). nil when steps poll (no
 // Runner.Waits).
-func (r *Runner) watchDependencies(pol *policy.Policy, key string, i int, t Target, resources []teardownv1alpha1.ResourceSelector) (*stepWatch, error) {
+func (r *Runner) watchDependencies(pol *policy.Policy, key string, i int, t Object, resources []teardownv1alpha1.ResourceSelector) (*stepWatch, error) {
 	if r.Waits == nil {
 		return nil, nil
 	}
@@ -270,7 +270,7 @@ func (r *Runner) watchDependencies(pol *policy.Policy, key string, i int, t Targ
 // is read from the step record under key, the finalizer the cleanup runs
 // under (a retired key's cleanup keeps its own record); a step with no
 // record of its start (its first run) counts from now.
-func (r *Runner) timeLeft(pol *policy.Policy, key string, i int, t Target) time.Duration {
+func (r *Runner) timeLeft(pol *policy.Policy, key string, i int, t Object) time.Duration {
 	timeout := pol.Steps[i].Timeout
 	if timeout == nil || timeout.Duration <= 0 {
 		return 0

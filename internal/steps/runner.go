@@ -88,8 +88,8 @@ func (r *Runner) now() time.Time {
 	return r.Now()
 }
 
-// Target is the object being torn down.
-type Target struct {
+// Object is the object being torn down: its kind and its metadata.
+type Object struct {
 	GVK schema.GroupVersionKind
 	Obj client.Object
 }
@@ -175,7 +175,7 @@ func transient(err error) outcome { return outcome{err: err, message: err.Error(
 // when the cleanup stops early (pending or retry), so that a restart never
 // repeats a finished step; a cleanup that finishes in one go after its last
 // step writes nothing more.
-func (r *Runner) Run(ctx context.Context, pol *policy.Policy, key string, t Target) finalizer.Result {
+func (r *Runner) Run(ctx context.Context, pol *policy.Policy, key string, t Object) finalizer.Result {
 	log := logf.FromContext(ctx).WithValues("policy", pol.Ref.String(), "finalizer", key, "target", klog.KObj(t.Obj))
 	pos := Resume(t.Obj, pol, key, r.now())
 	recorded, _ := readRecord(t.Obj, pol, key)
@@ -243,7 +243,7 @@ func (r *Runner) Run(ctx context.Context, pol *policy.Policy, key string, t Targ
 
 // next moves past step i: when more steps follow, the move is recorded
 // before the next one starts, so that a restart does not repeat step i.
-func (r *Runner) next(ctx context.Context, pol *policy.Policy, key string, t Target, recorded *record, i int) (int, time.Time) {
+func (r *Runner) next(ctx context.Context, pol *policy.Policy, key string, t Object, recorded *record, i int) (int, time.Time) {
 	i++
 	if i >= len(pol.Steps) {
 		return i, time.Time{}
@@ -256,7 +256,7 @@ func (r *Runner) next(ctx context.Context, pol *policy.Policy, key string, t Tar
 // saveState records step i and since under key when that differs from what
 // the object carries. Failing to record is not fatal: steps are idempotent,
 // and a restart only repeats the steps since the last record.
-func (r *Runner) saveState(ctx context.Context, pol *policy.Policy, key string, t Target, recorded *record, i int, since time.Time) {
+func (r *Runner) saveState(ctx context.Context, pol *policy.Policy, key string, t Object, recorded *record, i int, since time.Time) {
 	rec := record{Object: t.Obj.GetUID(), Policy: pol.UID, Fingerprint: pol.Fingerprint, Step: i, Name: pol.Steps[i].Name, Since: since.UTC().Truncate(time.Second)}
 	if rec == *recorded {
 		return

@@ -141,7 +141,7 @@ func (c *clock) advance(d time.Duration) {
 type fixture struct {
 	runner  *Runner
 	client  client.Client
-	target  Target
+	target  Object
 	clock   *clock
 	mu      sync.Mutex
 	patches int
@@ -162,7 +162,7 @@ func newFixture(t *testing.T, funcs interceptor.Funcs, objs ...client.Object) *f
 		return c.Patch(ctx, obj, patch, opts...)
 	}
 	f.client = fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(append(objs, cm)...).WithInterceptorFuncs(funcs).Build()
-	f.target = Target{GVK: corev1.SchemeGroupVersion.WithKind("ConfigMap"), Obj: cm}
+	f.target = Object{GVK: corev1.SchemeGroupVersion.WithKind("ConfigMap"), Obj: cm}
 	f.runner = &Runner{Client: f.client, Reader: f.client, HTTP: testClients(), Now: f.clock.Now}
 	return f
 }

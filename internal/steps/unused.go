@@ -94,7 +94,7 @@ const unusedLagRecheck = time.Second
 
 // unused holds t while any pod that counts uses it (internal/inuse says
 // what counts). A TeardownPolicy sees only the pods of its own namespace.
-func (r *Runner) unused(ctx context.Context, pol *policy.Policy, key string, i int, t Target) outcome {
+func (r *Runner) unused(ctx context.Context, pol *policy.Policy, key string, i int, t Object) outcome {
 	if r.Uses == nil {
 		return transient(errors.New("the controller runs without its index of pods"))
 	}
@@ -159,7 +159,7 @@ func (r *Runner) unused(ctx context.Context, pol *policy.Policy, key string, i i
 // recheckWithin shortens recheck to a second past step i's timeout
 // (timeLeft), so that a step nothing wakes still times out on time. The
 // policy's deadline needs nothing here: pkg/finalizer requeues for it.
-func (r *Runner) recheckWithin(pol *policy.Policy, key string, i int, t Target, recheck time.Duration) time.Duration {
+func (r *Runner) recheckWithin(pol *policy.Policy, key string, i int, t Object, recheck time.Duration) time.Duration {
 	if left := r.timeLeft(pol, key, i, t); left > 0 {
 		return min(recheck, left)
 	}

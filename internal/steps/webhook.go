@@ -85,7 +85,7 @@ const maxWebhookMessage = 256
 // maxWebhookStatus bounds an unknown status repeated in a message.
 const maxWebhookStatus = 64
 
-func (r *Runner) webhook(ctx context.Context, pol *policy.Policy, key string, step teardownv1alpha1.Step, t Target) outcome {
+func (r *Runner) webhook(ctx context.Context, pol *policy.Policy, key string, step teardownv1alpha1.Step, t Object) outcome {
 	w := step.Webhook
 	target, err := webhookURL(w)
 	if err != nil {

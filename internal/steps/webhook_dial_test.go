@@ -58,10 +58,10 @@ func countingServer(t *testing.T, tls bool) (*httptest.Server, *atomic.Int32) {
 	return srv, &hits
 }
 
-func webhookTarget() (*policy.Policy, Target) {
+func webhookTarget() (*policy.Policy, Object) {
 	obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: "ns", UID: "u1"}}
 	pol := &policy.Policy{Ref: policy.Ref{Kind: policy.KindNamespaced, Namespace: "ns", Name: "p"}, Key: "x.io/y"}
-	return pol, Target{GVK: corev1.SchemeGroupVersion.WithKind("ConfigMap"), Obj: obj}
+	return pol, Object{GVK: corev1.SchemeGroupVersion.WithKind("ConfigMap"), Obj: obj}
 }
 
 func callWebhook(t *testing.T, h *HTTPClients, w *teardownv1alpha1.WebhookAction) outcome {

@@ -49,7 +49,7 @@ func webhookAnnotations(in map[string]string) map[string]string {
 	return out
 }
 
-func webhookRequest(pol *policy.Policy, key, step string, t Target) WebhookRequest {
+func webhookRequest(pol *policy.Policy, key, step string, t Object) WebhookRequest {
 	apiVersion, kind := t.GVK.ToAPIVersionAndKind()
 	return WebhookRequest{
 		APIVersion: teardownv1alpha1.GroupVersion.String(), Kind: "CleanupRequest",

@@ -93,7 +93,7 @@ func StandardSignature(key []byte, id string, t time.Time, body []byte) string {
 // It is not the time the step started: a step's start is recorded only when
 // it does not finish at once, and a record that could not be written would
 // change the id of a repeated call.
-func DeliveryID(pol *policy.Policy, key, step string, t Target) string {
+func DeliveryID(pol *policy.Policy, key, step string, t Object) string {
 	h := sha256.New()
 	for _, part := range []string{string(t.Obj.GetUID()), string(pol.UID), pol.Fingerprint, key, step} {
 		// NUL never occurs in these, so the parts cannot run into each

@@ -186,7 +186,7 @@ func TestDeliveryIDIsStableAcrossRetries(t *testing.T) {
 		p := *pol
 		obj := target.Obj.(*corev1.ConfigMap).DeepCopy()
 		key, step := edit(&p, obj)
-		return DeliveryID(&p, key, step, Target{GVK: target.GVK, Obj: obj})
+		return DeliveryID(&p, key, step, Object{GVK: target.GVK, Obj: obj})
 	}
 	for name, id := range map[string]string{
 		"another object": other(func(p *policy.Policy, o *corev1.ConfigMap) (string, string) { o.UID = "u2"; return p.Key, "notify" }),

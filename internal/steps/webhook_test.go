@@ -114,7 +114,7 @@ func TestWebhookPayloadLeavesOutAnnotations(t *testing.T) {
 		"kubectl.kubernetes.io/restartedAt":      "kept",
 	}}}
 	pol := &policy.Policy{Ref: policy.Ref{Kind: policy.KindNamespaced, Namespace: "ns", Name: "p"}, Key: "x.io/y"}
-	req := webhookRequest(pol, "x.io/old", "notify", Target{GVK: corev1.SchemeGroupVersion.WithKind("ConfigMap"), Obj: obj})
+	req := webhookRequest(pol, "x.io/old", "notify", Object{GVK: corev1.SchemeGroupVersion.WithKind("ConfigMap"), Obj: obj})
 	want := map[string]string{
 		"example.com/owner":                 "team-a",
 		"deployment.kubernetes.io/revision": "3",
@@ -151,7 +151,7 @@ func TestWebhookNeverFollowsRedirects(t *testing.T) {
 	step := teardownv1alpha1.Step{Name: "notify", Webhook: &teardownv1alpha1.WebhookAction{URL: &url}}
 	obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: "ns", UID: "u1"}}
 	pol := &policy.Policy{Ref: policy.Ref{Kind: policy.KindNamespaced, Namespace: "ns", Name: "p"}, Key: "x.io/y"}
-	out := r.webhook(t.Context(), pol, pol.Key, step, Target{GVK: corev1.SchemeGroupVersion.WithKind("ConfigMap"), Obj: obj})
+	out := r.webhook(t.Context(), pol, pol.Key, step, Object{GVK: corev1.SchemeGroupVersion.WithKind("ConfigMap"), Obj: obj})
 	if reached.Load() {
 		t.Error("the redirect was followed")
 	}
@@ -174,7 +174,7 @@ func TestWebhookCallErrorsAreTransientAndWrapped(t *testing.T) {
 	step := teardownv1alpha1.Step{Name: "notify", Webhook: &teardownv1alpha1.WebhookAction{URL: &url}}
 	obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: "ns", UID: "u1"}}
 	pol := &policy.Policy{Ref: policy.Ref{Kind: policy.KindNamespaced, Namespace: "ns", Name: "p"}, Key: "x.io/y"}
-	out := r.webhook(t.Context(), pol, pol.Key, step, Target{GVK: corev1.SchemeGroupVersion.WithKind("ConfigMap"), Obj: obj})
+	out := r.webhook(t.Context(), pol, pol.Key, step, Object{GVK: corev1.SchemeGroupVersion.WithKind("ConfigMap"), Obj: obj})
 	if out.err == nil || out.definitive {
 		t.Fatalf("outcome = %+v, want a transient error", out)
 	}
@@ -210,7 +210,7 @@ func TestMalformedAnswerIsNotEchoed(t *testing.T) {
 	step := teardownv1alpha1.Step{Name: "notify", Webhook: &teardownv1alpha1.WebhookAction{URL: &url}}
 	obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: "ns", UID: "u1"}}
 	pol := &policy.Policy{Ref: policy.Ref{Kind: policy.KindNamespaced, Namespace: "ns", Name: "p"}, Key: "x.io/y"}
-	out := r.webhook(t.Context(), pol, pol.Key, step, Target{GVK: corev1.SchemeGroupVersion.WithKind("ConfigMap"), Obj: obj})
+	out := r.webhook(t.Context(), pol, pol.Key, step, Object{GVK: corev1.SchemeGroupVersion.WithKind("ConfigMap"), Obj: obj})
 	if out.err == nil || out.definitive {
 		t.Fatalf("outcome = %+v, want a transient error", out)
 	}

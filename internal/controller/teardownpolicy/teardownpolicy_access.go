@@ -175,7 +175,7 @@ func (r *Reconciler) allowed(ctx context.Context, need access) (bool, error) {
 // server-side dry run. It returns why the API server refused it; an error
 // when it could not tell.
 func (r *Reconciler) dryRunJob(ctx context.Context, pol *policy.Policy, step teardownv1alpha1.Step, serviceAccount string) (string, error) {
-	probe := steps.Target{GVK: corev1.SchemeGroupVersion.WithKind("ConfigMap"), Obj: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+	probe := steps.Object{GVK: corev1.SchemeGroupVersion.WithKind("ConfigMap"), Obj: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
 		Name: "dry-run", Namespace: pol.Ref.Namespace, UID: "00000000-0000-0000-0000-000000000000"}}}
 	ns, err := steps.JobNamespace(pol, step.Job)
 	if err != nil {

@@ -148,7 +148,7 @@ func (r *Reconciler) PolicyExists(ctx context.Context, uid types.UID) (bool, err
 
 // nsLabelsFor reads obj's namespace labels when pol selects namespaces.
 func (r *Reconciler) nsLabelsFor(ctx context.Context, pol *policy.Policy, obj metav1.Object) (map[string]string, error) {
-	if obj.GetNamespace() == "" || !slices.ContainsFunc(pol.Targets, func(t policy.Target) bool { return t.NamespaceSelector != nil }) {
+	if obj.GetNamespace() == "" || !slices.ContainsFunc(pol.Targets, func(t policy.Selector) bool { return t.NamespaceSelector != nil }) {
 		return nil, nil
 	}
 	return guarded.NamespaceLabels(ctx, r.client, obj.GetNamespace())

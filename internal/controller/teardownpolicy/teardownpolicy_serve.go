@@ -349,7 +349,7 @@ func (r *Reconciler) finalizersFor(pol *policy.Policy, key string, attach finali
 		opts = append(opts, finalizer.WithDeadline(pol.Deadline, expiry))
 	}
 	run := finalizer.HandlerFunc(func(ctx context.Context, obj client.Object) finalizer.Result {
-		return r.Runner.Run(ctx, pol, key, steps.Target{GVK: obj.GetObjectKind().GroupVersionKind(), Obj: obj})
+		return r.Runner.Run(ctx, pol, key, steps.Object{GVK: obj.GetObjectKind().GroupVersionKind(), Obj: obj})
 	})
 	if err := fin.Register(key, run, opts...); err != nil {
 		return nil, err
