@@ -65,6 +65,33 @@ func webhookPolicy(ns, name, key, app string, hook *cleanupServer) *teardownv1al
 	}
 }
 
+// clusterWebhookPolicy is a ClusterTeardownPolicy named after the test
+// that guards the ConfigMaps labelled app=<app> with key, its one step
+// ("platform") calling hook; it is deleted when the test ends.
+func clusterWebhookPolicy(t *testing.T, key, app string, hook *cleanupServer) *teardownv1alpha1.ClusterTeardownPolicy {
+	t.Helper()
+	cluster := &teardownv1alpha1.ClusterTeardownPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: strings.ToLower(strings.ReplaceAll(t.Name(), "_", "-"))},
+		Spec: teardownv1alpha1.TeardownPolicySpec{
+			Finalizer: key, Targets: []teardownv1alpha1.Target{configMapTarget(labels("app", app))},
+			Steps: []teardownv1alpha1.Step{hook.step("platform")},
+		},
+	}
+	create(t, cluster)
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), cluster) })
+	return cluster
+}
+
+// succeedsOnce answers InProgress until flag is set, then Success.
+func succeedsOnce(flag *atomic.Bool) func(webhookRequest) answer {
+	return func(webhookRequest) answer {
+		if flag.Load() {
+			return success
+		}
+		return inProgress
+	}
+}
+
 func mustBeReady(t *testing.T, pol client.Object) {
 	t.Helper()
 	if cond := readyOf(t, pol, 30*time.Second); cond.Status != metav1.ConditionTrue {
@@ -113,16 +140,7 @@ func TestTenantCannotUnserveAClusterPolicy(t *testing.T) {
 	})
 	time.Sleep(1100 * time.Millisecond) // creationTimestamp has second resolution: be strictly older
 
-	name := strings.ToLower(strings.ReplaceAll(t.Name(), "_", "-"))
-	cluster := &teardownv1alpha1.ClusterTeardownPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: teardownv1alpha1.TeardownPolicySpec{
-			Finalizer: key, Targets: []teardownv1alpha1.Target{configMapTarget(labels("app", "guarded"))},
-			Steps: []teardownv1alpha1.Step{clusterHook.step("platform")},
-		},
-	}
-	create(t, cluster)
-	t.Cleanup(func() { _ = k8s.Delete(context.Background(), cluster) })
+	cluster := clusterWebhookPolicy(t, key, "guarded", clusterHook)
 	mustBeReady(t, cluster)
 	if cond := readyOf(t, older, 30*time.Second); cond.Reason != teardownv1alpha1.FinalizerConflictReason {
 		testenv.Eventually(t, 30*time.Second, "the tenant's policy to yield", func(context.Context) (bool, error) {
@@ -148,7 +166,7 @@ func TestTenantCannotUnserveAClusterPolicy(t *testing.T) {
 		name, key string
 		refused   bool
 	}{
-		{"a cluster policy's default key", "teardown.dev/" + name, true},
+		{"a cluster policy's default key", "teardown.dev/" + cluster.Name, true},
 		{"another namespace's default key", other + ".teardown.dev/x", true},
 		{"the policies' own finalizer", "teardown.dev/release-guarded-objects", true},
 		{"its own default key (negative control)", tenant + ".teardown.dev/own", false},
@@ -405,12 +423,7 @@ func TestTenantKeyElsewhereDoesNotUnservePolicy(t *testing.T) {
 	const key = "example.com/first"
 	ns := newNamespace(t)
 	var succeed atomic.Bool
-	hook := newCleanupServer(t, func(webhookRequest) answer {
-		if succeed.Load() {
-			return success
-		}
-		return inProgress
-	})
+	hook := newCleanupServer(t, succeedsOnce(&succeed))
 	c := startController(t, "controller", "--status-interval=1s")
 	pol := webhookPolicy(ns, "first", key, "guarded", hook)
 	create(t, pol)
@@ -458,12 +471,7 @@ func TestAnotherPolicysAttachmentIsNoProof(t *testing.T) {
 	const key = "example.com/attached-by"
 	ns := newNamespace(t)
 	var tenantSucceeds atomic.Bool
-	tenantHook := newCleanupServer(t, func(webhookRequest) answer {
-		if tenantSucceeds.Load() {
-			return success
-		}
-		return inProgress
-	})
+	tenantHook := newCleanupServer(t, succeedsOnce(&tenantSucceeds))
 	clusterHook := newCleanupServer(t, func(webhookRequest) answer { return success })
 	c := startController(t, "controller")
 	tenant := webhookPolicy(ns, "tenant", key, "db", tenantHook)
@@ -477,16 +485,7 @@ func TestAnotherPolicysAttachmentIsNoProof(t *testing.T) {
 		t.Fatal(err)
 	}
 	deleteNow(t, cm)
-	name := strings.ToLower(strings.ReplaceAll(t.Name(), "_", "-"))
-	cluster := &teardownv1alpha1.ClusterTeardownPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: teardownv1alpha1.TeardownPolicySpec{
-			Finalizer: key, Targets: []teardownv1alpha1.Target{configMapTarget(labels("app", "web"))},
-			Steps: []teardownv1alpha1.Step{clusterHook.step("platform")},
-		},
-	}
-	create(t, cluster)
-	t.Cleanup(func() { _ = k8s.Delete(context.Background(), cluster) })
+	cluster := clusterWebhookPolicy(t, key, "web", clusterHook)
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}

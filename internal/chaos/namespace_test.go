@@ -30,12 +30,7 @@ func TestNamespaceDeletionResumesAfterKill(t *testing.T) {
 	const key = "example.com/ns-guard"
 	ns := newNamespace(t)
 	var succeed atomic.Bool
-	srv := newCleanupServer(t, func(webhookRequest) answer {
-		if succeed.Load() {
-			return success
-		}
-		return inProgress
-	})
+	srv := newCleanupServer(t, succeedsOnce(&succeed))
 	c := startController(t, "controller")
 	pol := &teardownv1alpha1.TeardownPolicy{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "guard"},

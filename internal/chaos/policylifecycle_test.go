@@ -65,12 +65,7 @@ func stillHeld(t *testing.T, d time.Duration, why string, objs ...client.Object)
 func TestReleaseOnPolicyDeletionIsNotNamespaceDeletion(t *testing.T) {
 	const key = "example.com/ns-release"
 	var succeed atomic.Bool
-	srv := newCleanupServer(t, func(webhookRequest) answer {
-		if succeed.Load() {
-			return success
-		}
-		return inProgress
-	})
+	srv := newCleanupServer(t, succeedsOnce(&succeed))
 	startController(t, "controller")
 	newPolicy := func(ns string) *teardownv1alpha1.TeardownPolicy {
 		pol := &teardownv1alpha1.TeardownPolicy{
@@ -239,12 +234,7 @@ func TestServedVersionSurvivesRestart(t *testing.T) {
 	const key, taken = "example.com/served", "example.com/taken"
 	ns := newNamespace(t)
 	var succeed atomic.Bool
-	srv := newCleanupServer(t, func(webhookRequest) answer {
-		if succeed.Load() {
-			return success
-		}
-		return inProgress
-	})
+	srv := newCleanupServer(t, succeedsOnce(&succeed))
 	c := startController(t, "controller")
 	pol := &teardownv1alpha1.TeardownPolicy{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "served"},

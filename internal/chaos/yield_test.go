@@ -7,7 +7,6 @@ package chaos_test
 
 import (
 	"context"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -45,16 +44,7 @@ func TestYieldedPolicyKeepsWhatItAttached(t *testing.T) {
 		testenv.Eventually(t, 30*time.Second, "the tenant's policy to attach its key", func(ctx context.Context) (bool, error) { return carries(ctx, cm, key) })
 	}
 
-	name := strings.ToLower(strings.ReplaceAll(t.Name(), "_", "-"))
-	cluster := &teardownv1alpha1.ClusterTeardownPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: teardownv1alpha1.TeardownPolicySpec{
-			Finalizer: key, Targets: []teardownv1alpha1.Target{configMapTarget(labels("app", "web"))},
-			Steps: []teardownv1alpha1.Step{clusterHook.step("platform")},
-		},
-	}
-	create(t, cluster)
-	t.Cleanup(func() { _ = k8s.Delete(context.Background(), cluster) })
+	cluster := clusterWebhookPolicy(t, key, "web", clusterHook)
 	mustBeReady(t, cluster)
 	testenv.Eventually(t, 30*time.Second, "the tenant's policy to yield", func(context.Context) (bool, error) {
 		return readyOf(t, tenant, time.Second).Reason == teardownv1alpha1.FinalizerConflictReason, nil
@@ -108,12 +98,7 @@ func TestYieldedPolicyServesAgainAfterARestart(t *testing.T) {
 	const key = "example.com/yield-restart"
 	ns := newNamespace(t)
 	var succeed atomic.Bool
-	hook := newCleanupServer(t, func(webhookRequest) answer {
-		if succeed.Load() {
-			return success
-		}
-		return inProgress
-	})
+	hook := newCleanupServer(t, succeedsOnce(&succeed))
 	c := startController(t, "controller")
 	tenant := webhookPolicy(ns, "tenant", key, "db", hook)
 	create(t, tenant)
@@ -124,15 +109,7 @@ func TestYieldedPolicyServesAgainAfterARestart(t *testing.T) {
 	deleteNow(t, cm)
 	testenv.Eventually(t, 30*time.Second, "the tenant's teardown to start", func(context.Context) (bool, error) { return hook.callsFor(cm.UID) > 0, nil })
 
-	name := strings.ToLower(strings.ReplaceAll(t.Name(), "_", "-"))
-	cluster := &teardownv1alpha1.ClusterTeardownPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: teardownv1alpha1.TeardownPolicySpec{
-			Finalizer: key, Targets: []teardownv1alpha1.Target{configMapTarget(labels("app", "web"))},
-			Steps: []teardownv1alpha1.Step{hook.step("platform")},
-		},
-	}
-	create(t, cluster)
+	cluster := clusterWebhookPolicy(t, key, "web", hook)
 	mustBeReady(t, cluster)
 	testenv.Eventually(t, 30*time.Second, "the tenant's policy to yield", func(context.Context) (bool, error) {
 		return readyOf(t, tenant, time.Second).Reason == teardownv1alpha1.FinalizerConflictReason, nil
