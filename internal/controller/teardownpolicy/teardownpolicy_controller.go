@@ -110,6 +110,9 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 		return fmt.Errorf("creating a direct client: %w", err)
 	}
 	r.direct = direct
+	if err := indexPolicies(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
 	r.protect = finalizer.New(finalizer.ForClient(r.client, r.reader), finalizer.WithEventRecorder(r.Recorder))
 	if err := r.protect.Register(teardownv1alpha1.PolicyFinalizer, finalizer.HandlerFunc(r.releaseGuarded)); err != nil {
 		return err

@@ -44,18 +44,52 @@ func (r *Reconciler) ownerOf(ctx context.Context, mine policy.Claim) (policy.Cla
 	err := r.eachPolicy(ctx, func(p client.Object) bool {
 		claims = append(claims, policy.ClaimsOf(p)...)
 		return true
-	})
+	}, client.MatchingFields{claimedKeyIndex: mine.Key})
 	if err != nil {
 		return policy.Claim{}, err
 	}
 	return policy.Owner(mine, claims), nil
 }
 
-// eachPolicy calls fn with every policy of both kinds in the cache, until fn
-// returns false.
-func (r *Reconciler) eachPolicy(ctx context.Context, fn func(client.Object) bool) error {
+// The cache's indexes of the policies: checking one policy's key, or
+// whether a policy exists, reads only the policies concerned, not all of
+// them (a thousand policies checked one by one would otherwise copy a
+// thousand each).
+const (
+	// claimedKeyIndex: every key a policy claims (policy.ClaimsOf).
+	claimedKeyIndex = "teardown.dev/claimed-key"
+	uidIndex        = "metadata.uid"
+)
+
+// indexPolicies adds claimedKeyIndex and uidIndex to the cache, for both
+// kinds.
+func indexPolicies(ctx context.Context, indexer client.FieldIndexer) error {
+	for _, obj := range []client.Object{&teardownv1alpha1.TeardownPolicy{}, &teardownv1alpha1.ClusterTeardownPolicy{}} {
+		if err := indexer.IndexField(ctx, obj, claimedKeyIndex, claimedKeys); err != nil {
+			return fmt.Errorf("indexing %T by key: %w", obj, err)
+		}
+		if err := indexer.IndexField(ctx, obj, uidIndex, func(o client.Object) []string { return []string{string(o.GetUID())} }); err != nil {
+			return fmt.Errorf("indexing %T by UID: %w", obj, err)
+		}
+	}
+	return nil
+}
+
+func claimedKeys(o client.Object) []string {
+	var keys []string
+	for _, c := range policy.ClaimsOf(o) {
+		if !slices.Contains(keys, c.Key) {
+			keys = append(keys, c.Key)
+		}
+	}
+	return keys
+}
+
+// eachPolicy calls fn with every policy of both kinds in the cache that
+// opts select, until fn returns false.
+func (r *Reconciler) eachPolicy(ctx context.Context, fn func(client.Object) bool, opts ...client.ListOption) error {
 	namespaced := &teardownv1alpha1.TeardownPolicyList{}
-	if err := r.client.List(ctx, namespaced); err != nil {
+	if err := r.client.List(ctx, namespaced, opts...); err != nil {
 		return fmt.Errorf("listing policies: %w", err)
 	}
 	for i := range namespaced.Items {
@@ -64,7 +98,7 @@ func (r *Reconciler) eachPolicy(ctx context.Context, fn func(client.Object) bool
 		}
 	}
 	cluster := &teardownv1alpha1.ClusterTeardownPolicyList{}
-	if err := r.client.List(ctx, cluster); err != nil {
+	if err := r.client.List(ctx, cluster, opts...); err != nil {
 		return fmt.Errorf("listing policies: %w", err)
 	}
 	for i := range cluster.Items {
@@ -142,7 +176,7 @@ func (r *Reconciler) PolicyExists(ctx context.Context, uid types.UID) (bool, err
 	err := r.eachPolicy(ctx, func(p client.Object) bool {
 		found = p.GetUID() == uid
 		return !found
-	})
+	}, client.MatchingFields{uidIndex: string(uid)})
 	return found, err
 }
 
