@@ -210,6 +210,8 @@ func (e *Explainer) finalizerFinding(ctx context.Context, gvr schema.GroupVersio
 	}
 	// What the owner says about the object comes before any guess.
 	e.ownerSays(ctx, &fd, sub)
+	// A live owner: what it waits on, from the cluster (waiting.go).
+	e.waitingFor(ctx, &fd, sub)
 	// B3: would the API server accept the removal at all?
 	if check := e.dryRunRemoval(ctx, gvr, obj, index, fin); check != nil {
 		fd.Removal = check
