@@ -46,8 +46,9 @@ func (e *Explainer) referencedObjects(ctx context.Context, s subject) []Finding 
 	}
 	refs := referencesOf(u)
 	var out []Finding
-	for _, r := range refs {
-		if len(out) >= maxChildren {
+	for i, r := range refs {
+		// A GitOps app can list hundreds: read a bounded number of them.
+		if len(out) >= maxChildren || i >= 4*maxChildren {
 			break
 		}
 		if r.GK.Kind == s.GVK.Kind && r.GK.Group == s.GVK.Group && r.Name == s.Obj.GetName() {
