@@ -26,7 +26,8 @@ var gvrConfigMaps = schema.GroupVersionResource{Version: "v1", Resource: "config
 // name) or a leader-for-life ConfigMap (operator-lib: a ConfigMap owned by
 // the leader pod, released only when that pod is deleted). A lock held by a
 // pod that is gone, or has stopped (Succeeded, Failed), leaves the ready
-// replicas waiting to lead: the owner runs but does nothing.
+// replicas waiting to lead: the owner runs but does nothing. So does a
+// Lease nobody renews while the replicas are ready.
 func (e *Explainer) leaderLockHeld(ctx context.Context, o *Owner) []Finding {
 	w := o.Workload
 	if w == nil || w.Kind == "Lease" || w.Kind == "Pod" {
@@ -59,8 +60,8 @@ func (e *Explainer) holderState(ctx context.Context, ns, name string) string {
 }
 
 // staleLease: a Lease of the workload's namespace held by one of its pods
-// (by the holder identity's prefix) and not renewed within its duration,
-// whose holder is gone or stopped.
+// (by the holder identity's prefix) and left unrenewed: its holder is gone,
+// stopped, or runs without renewing it, and no other replica took it over.
 func (e *Explainer) staleLease(ctx context.Context, o *Owner) (Finding, bool) {
 	w := o.Workload
 	leases, err := e.c.leases(ctx)
@@ -78,12 +79,14 @@ func (e *Explainer) staleLease(ctx context.Context, o *Owner) (Finding, bool) {
 		if le.Spec.LeaseDurationSeconds != nil {
 			duration = time.Duration(*le.Spec.LeaseDurationSeconds) * time.Second
 		}
-		if le.Spec.RenewTime == nil || serverNow.Sub(le.Spec.RenewTime.Time) <= duration {
+		// A failover takes a lease duration and a retry: only a Lease left
+		// past twice its duration (and a minute) has nobody trying.
+		if le.Spec.RenewTime == nil || serverNow.Sub(le.Spec.RenewTime.Time) <= max(2*duration, time.Minute) {
 			continue
 		}
 		state := e.holderState(ctx, le.Namespace, pod)
 		if state == "" {
-			continue
+			state = fmt.Sprintf("pod %s still runs but does not renew it", joinNS(le.Namespace, pod))
 		}
 		age := serverNow.Sub(le.Spec.RenewTime.Time).Round(time.Second)
 		ref := ObjectRef{APIVersion: "coordination.k8s.io/v1", Kind: "Lease", Resource: "leases", Namespace: le.Namespace, Name: le.Name}

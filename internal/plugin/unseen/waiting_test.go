@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"github.com/teardown-dev/teardown/internal/plugin/plugintest"
 	"github.com/teardown-dev/teardown/internal/testenv"
@@ -235,6 +237,45 @@ func TestWaitingLeaderLockHeldByStoppedPod(t *testing.T) {
 	}
 	mustContain(t, "root message", first.Message, old.Name, "Succeeded", "does not lead")
 	mustContain(t, "root remedy", first.Remedy, "delete pod "+ops+"/"+old.Name)
+	mustNotContain(t, "root remedy", first.Remedy, "kubectl teardown release")
+}
+
+// A controller that runs but does not lead: its leader-election Lease is
+// held by a pod that is gone, and no ready replica took it over
+// ("Controller failed to renew lease (leader election) due to timeout
+// until pod restart": https://github.com/kubernetes/ingress-nginx/issues/11287;
+// "the lease seems not being updated after pod restart":
+// https://github.com/knative/serving/pull/15321). KEDA's operator has a
+// ready replica, so its ScaledObject's finalizer looked waited on; the
+// Lease says nobody reconciles.
+func TestWaitingLeaseHolderGone(t *testing.T) {
+	needCluster(t)
+	const group, fin = "keda.sh", "finalizer.keda.sh"
+	ensureCRD(t, group, "ScaledObject", "scaledobjects", "v1alpha1")
+	keda := plugintest.NewNamespace(t, cs, "keda")
+	operator(t, keda, "keda-operator", "keda-operator", []string{"/keda"}, "ghcr.io/kedacore/keda:2.14.0", 1)
+	grant(t, keda, "keda-operator", "", group, "scaledobjects")
+	operatorPod(t, keda, "keda-operator-7d9c8f6b5-r2x8k", "keda-operator", corev1.PodRunning)
+	holder := "keda-operator-7d9c8f6b5-m4qzt_5f0c2a9e-1b7d-4c1e-9a53-0d6f3e2b8c71"
+	renewed := metav1.NewMicroTime(time.Now().Add(-10 * time.Minute))
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "operator.keda.sh", Namespace: keda},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: ptr.To[int32](15), AcquireTime: &renewed, RenewTime: &renewed}}
+	if _, err := cs.CoordinationV1().Leases(keda).Create(t.Context(), lease, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ns := plugintest.NewNamespace(t, cs, "web")
+	terminatingObject(t, group, "v1alpha1", "ScaledObject", "scaledobjects", ns, "web-scaler", "keda", []string{fin},
+		map[string]any{"scaleTargetRef": map[string]any{"name": "web"}}, nil)
+
+	rep := explain(t, "scaledobjects."+group+"/web-scaler", "-n", ns)
+	if !rep.Blocked || len(rep.RootBlockers) == 0 {
+		t.Fatalf("not blocked; findings:\n%s", dump(rep.Findings))
+	}
+	first := rep.RootBlockers[0]
+	if first.Cause != "OwnerNotLeading" || first.Object == nil || first.Object.Kind != "Lease" || first.Object.Name != "operator.keda.sh" {
+		t.Fatalf("first root blocker %s on %s, want OwnerNotLeading on the Lease; roots:\n%s", first.Cause, dump(first.Object), dump(rep.RootBlockers))
+	}
+	mustContain(t, "root message", first.Message, holder, "keda-operator-7d9c8f6b5-m4qzt does not exist", "does not lead")
 	mustNotContain(t, "root remedy", first.Remedy, "kubectl teardown release")
 }
 
