@@ -53,7 +53,22 @@ func (e *Explainer) waitingFor(ctx context.Context, fd *Finding, s subject) {
 	waits = append(waits, e.leaderLockHeld(ctx, o)...)      // waitlocks.go
 	waits = append(waits, e.refusedCreations(ctx, s, o)...) // waitjobs.go
 	waits = append(waits, e.referencedObjects(ctx, s)...)   // waitrefs.go
+	placeWaits(fd, o, waits)
+}
+
+// placeWaits puts what a live owner waits on into its finalizer's finding:
+// first among the children, so that their blockers are the first root
+// blockers. When one of them blocks, the finding becomes OwnerWaitingOn and
+// an RBAC denial moves beside them; when none does, a blocker the finding
+// already had (the owner's words, its RBAC, a retry) stays its cause.
+func placeWaits(fd *Finding, o *Owner, waits []Finding) {
 	if len(waits) == 0 {
+		return
+	}
+	if !anyBlocker(waits) && fd.Severity == SeverityBlocker {
+		// Nothing it waits on blocks: what the finding found (the owner's
+		// words, its RBAC, a retry) stays the cause, with the rest below.
+		fd.Children = append(waits, fd.Children...)
 		return
 	}
 	var rest []Finding
@@ -75,6 +90,9 @@ func (e *Explainer) waitingFor(ctx context.Context, fd *Finding, s subject) {
 	fd.Message = fmt.Sprintf("%s owns %q and is running, but its cleanup waits on: %s%s", orUnknown(o.Component), fd.Finalizer, summarize(waits), said)
 	fd.FixOwner = "whoever owns what it waits on (below)"
 	fd.Remedy = "fix what the owner waits on (below); it then removes the finalizer itself"
+	if fd.Severity == SeverityWaiting {
+		fd.Remedy = "wait: the owner deletes what it waits on (below) and then removes the finalizer; if that does not progress, explain those objects"
+	}
 }
 
 // anyBlocker says whether fs or anything below them blocks.

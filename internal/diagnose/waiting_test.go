@@ -68,3 +68,39 @@ func TestRefusalPatterns(t *testing.T) {
 		}
 	}
 }
+
+func TestPlaceWaits(t *testing.T) {
+	obj := &ObjectRef{Kind: "Application", Namespace: "argocd", Name: "shop"}
+	owner := &Owner{Component: "Argo CD application controller", State: OwnerAlive}
+	pvc := Finding{Cause: CauseWaitsOnObject, Severity: SeverityWaiting, Object: &ObjectRef{Kind: "PersistentVolumeClaim", Namespace: "shop", Name: "data"},
+		Children: []Finding{{Cause: CausePVCInUse, Severity: SeverityBlocker, Object: &ObjectRef{Kind: "Pod", Namespace: "shop", Name: "db-0"}}}}
+	listed := Finding{Cause: CauseWaitsOnObject, Severity: SeverityWaiting, Object: &ObjectRef{Kind: "Service", Namespace: "shop", Name: "db"}}
+	inProgress := Finding{Cause: CauseCleanupInProgress, Severity: SeverityWaiting, Object: obj, Finalizer: "f"}
+	rbac := Finding{Cause: CauseOwnerLacksRBAC, Catalog: "B4", Severity: SeverityBlocker, Object: obj, Finalizer: "f", Message: "may not patch"}
+	for _, tc := range []struct {
+		name      string
+		in        Finding
+		waits     []Finding
+		cause     string
+		severity  string
+		rootCause []string
+	}{
+		{"wait that blocks: it is the root", inProgress, []Finding{pvc}, CauseOwnerWaitingOn, SeverityBlocker, []string{CausePVCInUse}},
+		{"wait that blocks beside RBAC: first, RBAC beside", rbac, []Finding{pvc}, CauseOwnerWaitingOn, SeverityBlocker, []string{CausePVCInUse, CauseOwnerLacksRBAC}},
+		{"RBAC the only thing blocking: it stays the cause", rbac, []Finding{listed}, CauseOwnerLacksRBAC, SeverityBlocker, []string{CauseOwnerLacksRBAC}},
+		{"nothing blocks: waiting on what it names", inProgress, []Finding{listed}, CauseOwnerWaitingOn, SeverityWaiting, nil},
+		{"nothing found: unchanged", inProgress, nil, CauseCleanupInProgress, SeverityWaiting, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fd := tc.in
+			placeWaits(&fd, owner, tc.waits)
+			var roots []string
+			for _, r := range MarkRoots([]Finding{fd}) {
+				roots = append(roots, r.Cause)
+			}
+			if diff := cmp.Diff([]any{tc.cause, tc.severity, tc.rootCause}, []any{fd.Cause, fd.Severity, roots}); diff != "" {
+				t.Errorf("cause, severity, roots (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
