@@ -26,14 +26,19 @@ import (
 // call, by the namespace in the URL's path.
 type reports struct {
 	mu    sync.Mutex
-	lines map[string][]string
+	lines map[string][]report
+}
+
+type report struct {
+	at   time.Time // when the test received it
+	text string    // POD PHASE RESULT
 }
 
 func (r *reports) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	b, _ := io.ReadAll(req.Body)
 	r.mu.Lock()
 	ns := strings.Trim(req.URL.Path, "/")
-	r.lines[ns] = append(r.lines[ns], string(b))
+	r.lines[ns] = append(r.lines[ns], report{at: time.Now(), text: string(b)})
 	r.mu.Unlock()
 }
 
@@ -44,11 +49,36 @@ func (r *reports) results(ns, phase string) map[string]int {
 	defer r.mu.Unlock()
 	m := map[string]int{}
 	for _, l := range r.lines[ns] {
-		if f := strings.Fields(l); len(f) == 3 && f[1] == phase {
+		if f := strings.Fields(l.text); len(f) == 3 && f[1] == phase {
 			m[f[2]]++
 		}
 	}
 	return m
+}
+
+// shutdownSince counts the shutdown calls of ns by result, in two windows
+// from the first one: before early, and after late.
+func (r *reports) shutdownSince(ns string, early, late time.Duration) (before, after map[string]int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	before, after = map[string]int{}, map[string]int{}
+	var first time.Time
+	for _, l := range r.lines[ns] {
+		f := strings.Fields(l.text)
+		if len(f) != 3 || f[1] != "shutdown" {
+			continue
+		}
+		if first.IsZero() {
+			first = l.at
+		}
+		switch d := l.at.Sub(first); {
+		case d < early:
+			before[f[2]]++
+		case d > late:
+			after[f[2]]++
+		}
+	}
+	return before, after
 }
 
 // TestSeed004AgentShutdown is seed 004 with real pods: a chart's DaemonSet
@@ -60,14 +90,16 @@ func (r *reports) results(ns, phase string) map[string]int {
 // control. With the hold-while-used ClusterTeardownPolicy
 // (config/samples, an unused step) installed with the controller's chart,
 // every call succeeds, and the ServiceAccount, ClusterRole and
-// ClusterRoleBinding are gone once the pod is.
+// ClusterRoleBinding are gone once the pod is. A third agent shuts down for
+// 75 s with the policy: its calls succeed for 60 s, then get 401, which is
+// Kubernetes' limit on a deleted pod's token, not Teardown's.
 func TestSeed004AgentShutdown(t *testing.T) {
 	ip := strings.TrimSpace(kubectl(t, "get", "nodes", "-o", `jsonpath={.items[0].status.addresses[?(@.type=="InternalIP")].address}`))
 	l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep := &reports{lines: map[string][]string{}}
+	rep := &reports{lines: map[string][]report{}}
 	srv := &http.Server{Handler: rep, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(l) }()
 	t.Cleanup(func() { _ = srv.Close() })
@@ -89,15 +121,26 @@ func TestSeed004AgentShutdown(t *testing.T) {
 	for _, tc := range []struct {
 		ns   string
 		held bool
-	}{{"agents-plain", false}, {"agents-held", true}} {
+		// shutdown is how long the agent calls the API after SIGTERM.
+		shutdown int
+	}{
+		{"agents-plain", false, 8},
+		{"agents-held", true, 8},
+		// Kubernetes' limit, not Teardown's: a ServiceAccount token stops
+		// authenticating 60 s (the token validator's leeway) after the
+		// deletion of the pod it is bound to, or of its ServiceAccount,
+		// began. The policy keeps the ServiceAccount and RBAC, but a
+		// shutdown longer than that loses the API at 60 s all the same.
+		{"agents-held-long", true, 75},
+	} {
 		t.Run(tc.ns, func(t *testing.T) {
 			ns := tc.ns
 			kubectl(t, "create", "namespace", ns)
 			if tc.held {
 				kubectl(t, "label", "namespace", ns, "teardown.example.com/hold-while-used=true")
 			}
-			install := fmt.Sprintf("helm install agent test/e2e/testdata/agent -n %s --set image=%s/e2e-agent:dev --set reportURL=%s/%s --set holdWhileUsed=%t",
-				ns, registry, reportURL, ns, tc.held)
+			install := fmt.Sprintf("helm install agent test/e2e/testdata/agent -n %s --set image=%s/e2e-agent:dev --set reportURL=%s/%s --set holdWhileUsed=%t --set shutdownSeconds=%d --set terminationGracePeriodSeconds=%d",
+				ns, registry, reportURL, ns, tc.held, tc.shutdown, tc.shutdown+20)
 			if out, err := sh(t.Context(), install); err != nil {
 				t.Fatalf("%s: %v\n%s", install, err, out)
 			}
@@ -122,7 +165,7 @@ func TestSeed004AgentShutdown(t *testing.T) {
 			if out, err := sh(t.Context(), "helm uninstall agent -n "+ns); err != nil {
 				t.Fatalf("helm uninstall agent: %v\n%s", err, out)
 			}
-			eventually(t, 2*time.Minute, "the agent's pods gone", func() error {
+			eventually(t, time.Duration(tc.shutdown)*time.Second+2*time.Minute, "the agent's pods gone", func() error {
 				if out := kubectl(t, "get", "pods", "-n", ns, "-o", "name"); strings.TrimSpace(out) != "" {
 					return fmt.Errorf("still there: %s", out)
 				}
@@ -137,10 +180,21 @@ func TestSeed004AgentShutdown(t *testing.T) {
 			if total < 10 {
 				t.Fatalf("the agent made %d calls while it shut down, want at least 10: %v", total, down)
 			}
-			if tc.held {
-				if ok != total {
-					t.Errorf("with the policy every call during shutdown should succeed: %v", results(down))
+			if tc.shutdown > 60 {
+				before, after := rep.shutdownSince(ns, 55*time.Second, 65*time.Second)
+				t.Logf("calls in the first 55 s of shutdown: %s; after 65 s: %s", results(before), results(after))
+				if before["200"] == 0 || len(before) != 1 {
+					t.Errorf("in its first 55 s of shutdown every call should succeed: %s", results(before))
 				}
+				if after["401"] == 0 || len(after) != 1 {
+					t.Errorf("past 60 s of shutdown every call should get 401 (the token validator's leeway): %s", results(after))
+				}
+			} else if tc.held && ok != total {
+				t.Errorf("with the policy every call during shutdown should succeed: %v", results(down))
+			} else if !tc.held && ok == total {
+				t.Errorf("without a policy the agent should lose its API access while it shuts down (the negative control), but every call succeeded: %v", results(down))
+			}
+			if tc.held {
 				eventually(t, time.Minute, "the agent's ServiceAccount and RBAC released and gone", func() error {
 					out, _ := sh(t.Context(), "kubectl get "+strings.Join(rbac, " ")+" -n "+ns+" --ignore-not-found -o name")
 					if strings.TrimSpace(out) != "" {
@@ -148,8 +202,6 @@ func TestSeed004AgentShutdown(t *testing.T) {
 					}
 					return nil
 				})
-			} else if ok == total {
-				t.Errorf("without a policy the agent should lose its API access while it shuts down (the negative control), but every call succeeded: %v", results(down))
 			}
 			kubectl(t, "delete", "namespace", ns, "--timeout=2m")
 		})
