@@ -8,6 +8,8 @@ package diagnose
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -114,13 +116,21 @@ func (e *Explainer) mapRef(r reference) *metaMapping {
 // entries, whose id is "namespace_name_group_kind".
 func referencesOf(u *unstructured.Unstructured) []reference {
 	var out []reference
-	seen := map[string]bool{}
+	seen := map[string]int{}
 	add := func(r reference) {
 		key := r.GK.String() + "/" + r.Namespace + "/" + r.Name
-		if r.Name == "" || r.GK.Kind == "" || seen[key] {
+		if r.Name == "" || r.GK.Kind == "" {
 			return
 		}
-		seen[key] = true
+		if i, ok := seen[key]; ok {
+			// Listed as managed anywhere (Argo CD's status.resources beside
+			// its operationState), it is waited on as managed.
+			if r.Managed && !out[i].Managed {
+				out[i] = r
+			}
+			return
+		}
+		seen[key] = len(out)
 		out = append(out, r)
 	}
 	var walk func(v any, path string, depth int)
@@ -135,8 +145,9 @@ func referencesOf(u *unstructured.Unstructured) []reference {
 				r.Managed = managedList(path)
 				add(r)
 			}
-			for k, child := range x {
-				walk(child, path+"."+k, depth+1)
+			// In key order: the same object, the same report.
+			for _, k := range slices.Sorted(maps.Keys(x)) {
+				walk(x[k], path+"."+k, depth+1)
 			}
 		case []any:
 			for _, child := range x {

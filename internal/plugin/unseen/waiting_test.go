@@ -279,6 +279,60 @@ func TestWaitingLeaseHolderGone(t *testing.T) {
 	mustNotContain(t, "root remedy", first.Remedy, "kubectl teardown release")
 }
 
+// A cleanup Job refused by a ResourceQuota: "When quota for # of jobs is
+// reached ... The only way to progress is to remove enough Jobs to make
+// room for a new Job in namespace quota"
+// (https://github.com/kubernetes/kubernetes/issues/119775; the refusal as
+// a controller's Warning Event: https://github.com/eggpi/citationhunt/issues/186).
+// Here the same refusal meets an operator's cleanup Job on deletion (Rook's
+// cluster cleanup Jobs, issue 20's "Jobs refused by quota"): the operator
+// runs and reports it, and waiting does not help.
+func TestWaitingCleanupJobOverQuota(t *testing.T) {
+	needCluster(t)
+	const group, fin = "ceph.rook.io", "cephcluster.ceph.rook.io"
+	ensureCRD(t, group, "CephCluster", "cephclusters", "v1")
+	rook := plugintest.NewNamespace(t, cs, "rook-ceph")
+	operator(t, rook, "rook-ceph-operator", "rook-ceph-system", []string{"rook", "ceph", "operator"}, "docker.io/rook/ceph:v1.14.0", 1)
+	grant(t, rook, "rook-ceph-system", "", group, "cephclusters")
+	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "jobs", Namespace: rook},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"count/jobs.batch": resource.MustParse("2")}}}
+	got, err := cs.CoreV1().ResourceQuotas(rook).Create(t.Context(), quota, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No quota controller runs here: the status is what it would write.
+	got.Status = corev1.ResourceQuotaStatus{Hard: got.Spec.Hard, Used: corev1.ResourceList{"count/jobs.batch": resource.MustParse("2")}}
+	if _, err := cs.CoreV1().ResourceQuotas(rook).UpdateStatus(t.Context(), got, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	terminatingObject(t, group, "v1", "CephCluster", "cephclusters", rook, "rook-ceph", "rook", []string{fin},
+		map[string]any{"cleanupPolicy": map[string]any{"confirmation": "yes-really-destroy-data"}}, map[string]any{"phase": "Deleting"})
+	cluster, err := dyn.Resource(schema.GroupVersionResource{Group: group, Version: "v1", Resource: "cephclusters"}).Namespace(rook).Get(t.Context(), "rook-ceph", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := metav1.Now()
+	ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "rook-ceph.cleanup", Namespace: rook},
+		InvolvedObject: corev1.ObjectReference{APIVersion: group + "/v1", Kind: "CephCluster", Namespace: rook, Name: "rook-ceph", UID: cluster.GetUID()},
+		Type:           corev1.EventTypeWarning, Reason: "ReconcileFailed", Source: corev1.EventSource{Component: "rook-ceph-operator"},
+		Message:        `failed to start cleanup: jobs.batch "cluster-cleanup-job-worker-1" is forbidden: exceeded quota: jobs, requested: count/jobs.batch=1, used: count/jobs.batch=2, limited: count/jobs.batch=2`,
+		FirstTimestamp: now, LastTimestamp: now, Count: 12}
+	if _, err := cs.CoreV1().Events(rook).Create(t.Context(), ev, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	rep := explain(t, "cephclusters."+group+"/rook-ceph", "-n", rook)
+	if !rep.Blocked || len(rep.RootBlockers) == 0 {
+		t.Fatalf("not blocked; findings:\n%s", dump(rep.Findings))
+	}
+	first := rep.RootBlockers[0]
+	if first.Cause != "CleanupJobRefused" || first.Object == nil || first.Object.Kind != "ResourceQuota" || first.Object.Name != "jobs" {
+		t.Fatalf("first root blocker %s on %s, want CleanupJobRefused naming ResourceQuota jobs; roots:\n%s", first.Cause, dump(first.Object), dump(rep.RootBlockers))
+	}
+	mustContain(t, "root message", first.Message, "cluster-cleanup-job-worker-1", "full for count/jobs.batch", "count/jobs.batch 2 of 2")
+	mustContain(t, "root remedy", first.Remedy, "delete finished Jobs", "raise it")
+}
+
 // ensureCRD is newCRD, once per control plane: scenarios of other files
 // may have created it.
 func ensureCRD(t *testing.T, group, kind, plural string, versions ...string) {
