@@ -178,9 +178,11 @@ func (m *modelRun) createPolicy(ctx context.Context) (string, error) {
 	case *teardownv1alpha1.ClusterTeardownPolicy:
 		o.Spec = spec
 	}
+	sent := time.Now()
 	if err := k8s.Create(ctx, obj); err != nil {
 		return "create " + p.id(), err
 	}
+	m.polWrites[obj.GetResourceVersion()] = sent
 	p.UID = obj.GetUID()
 	m.pols = append(m.pols, p)
 	return "create " + p.id() + " " + specString(spec), nil

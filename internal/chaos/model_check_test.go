@@ -28,6 +28,11 @@ const slack = 2 * time.Second
 type modelFacts struct {
 	Namespaces   []string
 	TenantWrites map[string]bool // resourceVersions of ConfigMap writes by the generator
+	// PolicyWrites are when the generator sent its policy writes, by the
+	// resourceVersion each made: a policy's state takes effect no later
+	// than that, however late the recorder's watch delivers it (after a
+	// kube-apiserver restart, seconds later).
+	PolicyWrites map[string]time.Time
 	// Grep returns controller log lines that mention a name, for evidence.
 	Grep func(name string) []string
 }
@@ -49,7 +54,7 @@ func newChecker(f modelFacts, recs []record, ledger []ledgerEntry) *checker {
 	for _, ns := range f.Namespaces {
 		inRun[ns] = true
 	}
-	c := &checker{facts: f, h: buildHistory(recs, inRun), ledger: ledger, byKey: map[string][]ledgerEntry{},
+	c := &checker{facts: f, h: buildHistory(recs, inRun, f.PolicyWrites), ledger: ledger, byKey: map[string][]ledgerEntry{},
 		byJust: map[string]int{}, byRule: map[string]int{}}
 	for _, e := range ledger {
 		k := string(e.UID) + "/" + e.Finalizer

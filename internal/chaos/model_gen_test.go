@@ -259,7 +259,12 @@ func (m *modelRun) updatePolicy(ctx context.Context, p *genPol, edit func(*teard
 		case *teardownv1alpha1.ClusterTeardownPolicy:
 			edit(&o.Spec)
 		}
-		return k8s.Update(ctx, obj)
+		sent := time.Now()
+		if err := k8s.Update(ctx, obj); err != nil {
+			return err
+		}
+		m.polWrites[obj.GetResourceVersion()] = sent
+		return nil
 	})
 }
 

@@ -123,7 +123,7 @@ type history struct {
 	evts []record
 }
 
-func buildHistory(recs []record, inRun map[string]bool) *history {
+func buildHistory(recs []record, inRun map[string]bool, policyWrites map[string]time.Time) *history {
 	h := &history{objs: map[types.UID]*objHist{}, pols: map[string]*polHist{}, nss: map[string][]nsState{}}
 	for _, r := range recs {
 		gone := r.Type == watch.Deleted
@@ -148,23 +148,30 @@ func buildHistory(recs []record, inRun map[string]bool) *history {
 			}
 		case *teardownv1alpha1.TeardownPolicy:
 			if inRun[o.Namespace] {
-				h.addPolicy(r, "TeardownPolicy", o.ObjectMeta, o.Spec, o.Status)
+				h.addPolicy(r, policyWrites, "TeardownPolicy", o.ObjectMeta, o.Spec, o.Status)
 			}
 		case *teardownv1alpha1.ClusterTeardownPolicy:
-			h.addPolicy(r, "ClusterTeardownPolicy", o.ObjectMeta, o.Spec, o.Status)
+			h.addPolicy(r, policyWrites, "ClusterTeardownPolicy", o.ObjectMeta, o.Spec, o.Status)
 		}
 	}
 	return h
 }
 
-func (h *history) addPolicy(r record, kind string, om metav1.ObjectMeta, spec teardownv1alpha1.TeardownPolicySpec, st teardownv1alpha1.TeardownPolicyStatus) {
+func (h *history) addPolicy(r record, writes map[string]time.Time, kind string, om metav1.ObjectMeta, spec teardownv1alpha1.TeardownPolicySpec, st teardownv1alpha1.TeardownPolicyStatus) {
 	id := policyID(kind, om.Namespace, om.Name)
 	p := h.pols[id]
 	if p == nil || p.UID != om.UID {
 		p = &polHist{ID: id, Kind: kind, NS: om.Namespace, Name: om.Name, UID: om.UID}
 		h.pols[id] = p
 	}
-	p.States = append(p.States, polState{At: r.At, Gap: r.Gap, Gone: r.Type == watch.Deleted, Deleting: om.DeletionTimestamp != nil,
+	at := r.At
+	if sent, ok := writes[om.ResourceVersion]; ok && sent.Before(at) {
+		at = sent // the generator's own write: in effect from when it was sent
+	}
+	if n := len(p.States); n > 0 && at.Before(p.States[n-1].At) {
+		at = p.States[n-1].At // keep the states in order
+	}
+	p.States = append(p.States, polState{At: at, Gap: r.Gap, Gone: r.Type == watch.Deleted, Deleting: om.DeletionTimestamp != nil,
 		Ready: meta.IsStatusConditionTrue(st.Conditions, teardownv1alpha1.ReadyCondition), Spec: spec, Status: st, Gen: om.Generation})
 }
 

@@ -35,13 +35,16 @@ type modelRun struct {
 	run   string
 	hooks *modelHooks
 
-	platform     string
-	tenants      []string
-	namespaces   []string // every namespace of the run, deleted ones too
-	objs         []*genObj
-	pols         []*genPol
-	seq          int
-	genWrites    map[string]bool // resourceVersions of the generator's ConfigMap writes
+	platform   string
+	tenants    []string
+	namespaces []string // every namespace of the run, deleted ones too
+	objs       []*genObj
+	pols       []*genPol
+	seq        int
+	genWrites  map[string]bool // resourceVersions of the generator's ConfigMap writes
+	// polWrites: when the generator sent each policy write that succeeded,
+	// by the resourceVersion it made.
+	polWrites    map[string]time.Time
 	behaviourSet map[string]bool
 
 	main     *procctl.Controller
@@ -89,7 +92,7 @@ func TestModel(t *testing.T) {
 func runModel(t *testing.T, seed uint64, steps int, run string) modelFigures {
 	t.Logf("seed %d, %d steps: TEARDOWN_MODEL_SEED=%d TEARDOWN_MODEL_STEPS=%d replays the schedule", seed, steps, seed, steps)
 	m := &modelRun{t: t, rng: rand.New(rand.NewPCG(seed, 0x7ea2d0)), seed: seed, run: run,
-		genWrites: map[string]bool{}, behaviourSet: map[string]bool{}, counts: map[string]int{}}
+		genWrites: map[string]bool{}, polWrites: map[string]time.Time{}, behaviourSet: map[string]bool{}, counts: map[string]int{}}
 	m.hooks = newModelHooks(t)
 	ctx := context.Background()
 
@@ -317,7 +320,7 @@ func (m *modelRun) waitNamespacesGone() {
 // namespaces belong to the run, and which ConfigMap writes were the
 // generator's (a tenant's or an operator's, never the controller's).
 func (m *modelRun) facts() modelFacts {
-	return modelFacts{Namespaces: m.namespaces, TenantWrites: m.genWrites, Grep: func(name string) []string {
+	return modelFacts{Namespaces: m.namespaces, TenantWrites: m.genWrites, PolicyWrites: m.polWrites, Grep: func(name string) []string {
 		var out []string
 		for _, c := range append([]*procctl.Controller{m.main}, m.replicas...) {
 			for _, l := range c.Grep(`"`+name+`"`, 6) {
