@@ -143,6 +143,9 @@ func TestWaitingClusterAPIInfrastructure(t *testing.T) {
 		t.Fatalf("Cluster's finding: want OwnerWaitingOn with Cluster API alive:\n%s", dump(f))
 	}
 	mustContain(t, "message", f.Message, "AWSCluster "+ns+"/workload-1")
+	// The tree a person reads says the same.
+	out := text("clusters."+capiGroup+"/workload-1", "-n", ns).Out
+	mustContain(t, "explain", out, "OwnerWaitingOn", "WaitsOnObject", "OwnerReportsFailure", "InvalidParameterValue: vpc-id")
 }
 
 // KubeRay's Redis cleanup: deleting the namespace deletes the RayCluster,
