@@ -346,7 +346,14 @@ func (c *checker) judgeLive(o *objHist, i int, key string) (string, string) {
 				continue
 			}
 			if s.Deleting {
-				deletedOnly = true
+				// Deleted with its namespace (docs/controller.md: a
+				// namespace being deleted takes its policies with it, and
+				// nothing in it is released), not deleted on its own before:
+				// the live objects of a policy deleted on its own are
+				// released whatever befalls their namespace later.
+				if del, ok := p.deletedAt(); ok && ns.Deleting && !del.Before(c.h.nsDeletedAt(o.NS).Add(-slack)) {
+					deletedOnly = true
+				}
 				continue
 			}
 			held = true

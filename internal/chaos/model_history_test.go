@@ -175,6 +175,16 @@ func (h *history) addPolicy(r record, writes map[string]time.Time, kind string, 
 		Ready: meta.IsStatusConditionTrue(st.Conditions, teardownv1alpha1.ReadyCondition), Spec: spec, Status: st, Gen: om.Generation})
 }
 
+// nsDeletedAt is when ns's deletion was first seen (zero if never).
+func (h *history) nsDeletedAt(ns string) time.Time {
+	for _, s := range h.nss[ns] {
+		if s.Deleting || s.Gone {
+			return s.At
+		}
+	}
+	return time.Time{}
+}
+
 // nsAt is the namespace's state at t (ok false before the first).
 func (h *history) nsAt(ns string, t time.Time) (nsState, bool) {
 	var cur nsState
