@@ -67,6 +67,40 @@ test: control-plane $(HELM) ## Run every test against a real local control plane
 	$(GO) -C hack/tools/image test $(TEST_FLAGS) ./...
 	$(GO) -C bench/plot test $(TEST_FLAGS) ./...
 
+# make test-compat: the suites that hold the versions the chart's kubeVersion
+# claims (UPGRADING.md, "Tested versions"). For each Kubernetes minor in
+# COMPAT_K8S, hack/control-plane.sh MINOR builds that release's control plane
+# (pinned in hack/tools/k8s-MINOR, 1.36 in hack/tools) and COMPAT_PKGS run
+# against it with helm 3; then the chart tests run again with helm 4
+# (hack/tools/helm4) on the newest. Every run goes to the end; each one's log
+# is bin/compat/<label>.log and the matrix bin/compat/matrix.txt.
+COMPAT_K8S ?= 1.30 1.33 1.36
+COMPAT_PKGS ?= ./internal/controller ./internal/admission ./internal/apitest ./internal/chart
+
+.PHONY: test-compat
+test-compat: $(HELM) ## Run the controller, admission, API and chart suites on each Kubernetes of COMPAT_K8S (1.30 1.33 1.36, built from Go modules), and the chart tests with helm 4; matrix in bin/compat/matrix.txt. Not part of make test (about an hour).
+	@mkdir -p bin/compat; matrix=bin/compat/matrix.txt; start=$$(date +%s); failed=0; \
+	echo "# make test-compat, $$(date -u +%Y-%m-%dT%H:%MZ), $$($(GO) env GOVERSION)" > $$matrix; \
+	run() { \
+		label=$$1; shift; t0=$$(date +%s); \
+		if "$$@" > bin/compat/$$label.log 2>&1; then r=pass; else r=FAIL; failed=1; fi; \
+		echo "$$label: $$r in $$(( $$(date +%s) - t0 ))s" | tee -a $$matrix; \
+		grep -E '^(ok|FAIL|---)' bin/compat/$$label.log | sed 's/^/    /' | tee -a $$matrix || true; \
+	}; \
+	echo "helm3: $$($(HELM) version --short)" | tee -a $$matrix; \
+	for v in $(COMPAT_K8S); do \
+		echo "building the control plane of Kubernetes $$v (hack/control-plane.sh $$v)"; \
+		assets=$$(nice -n 10 hack/control-plane.sh $$v | tail -n 1); \
+		assets=$$(cd "$$assets" && pwd -P); \
+		echo "k8s-$$v: $$("$$assets/kube-apiserver" --version)" | tee -a $$matrix; \
+		run k8s-$$v-helm3 env KUBEBUILDER_ASSETS=$$assets $(GO) test $(TEST_FLAGS) $(COMPAT_PKGS); \
+	done; \
+	hack/tools/helm4/build.sh; \
+	echo "helm4: $$(bin/helm4/helm version --short)" | tee -a $$matrix; \
+	run k8s-$(lastword $(COMPAT_K8S))-helm4 env KUBEBUILDER_ASSETS=$$assets TEARDOWN_HELM=bin/helm4/helm $(GO) test $(TEST_FLAGS) ./internal/chart; \
+	echo "total: $$(( $$(date +%s) - start ))s" | tee -a $$matrix; \
+	exit $$failed
+
 ##@ Controller
 
 .PHONY: controller

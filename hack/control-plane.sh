@@ -3,10 +3,26 @@
 # kubectl) from the pinned Go modules in hack/tools, only what is missing.
 # The binaries live in a per-version folder under the user's cache directory so
 # a fresh clone on the same machine reuses them; bin/k8s links to that folder.
+#
+# usage: hack/control-plane.sh [MINOR]
+#   no argument (or 1.36): the release pinned in hack/tools/go.mod, linked
+#   from bin/k8s; what every test runs on.
+#   1.30, 1.33, ...: the release pinned in hack/tools/k8s-MINOR/go.mod, for
+#   make test-compat; linked from bin/k8s-MINOR, bin/k8s is left alone. The
+#   folder's path is the last line printed.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 tools="$root/hack/tools"
+link="$root/bin/k8s"
+if [[ $# -gt 0 && "$1" != "1.36" ]]; then
+	tools="$root/hack/tools/k8s-$1"
+	link="$root/bin/k8s-$1"
+	if [[ ! -f "$tools/go.mod" ]]; then
+		echo "no pins for Kubernetes $1: $tools/go.mod is missing" >&2
+		exit 2
+	fi
+fi
 version=$(cd "$tools" && go list -m -f '{{.Version}}' k8s.io/kubernetes)
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/teardown/k8s-$version"
 mkdir -p "$cache" "$root/bin"
@@ -30,5 +46,5 @@ build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
 build kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager
 build kubectl k8s.io/kubernetes/cmd/kubectl
 
-ln -sfn "$cache" "$root/bin/k8s"
-echo "$root/bin/k8s"
+ln -sfn "$cache" "$link"
+echo "$link"

@@ -82,7 +82,7 @@ type qsStep struct {
 
 // TestQuickStart runs the README's quick start, each line with bash as a
 // person would type it, from the repository's root, against the local
-// control plane (KUBECONFIG), with bin/helm, bin/k8s/kubectl and a
+// control plane (KUBECONFIG), with bin/helm (or TEARDOWN_HELM), bin/k8s/kubectl and a
 // kubectl-teardown built from this tree first on PATH.
 //
 // There is no kubelet (nor Deployment or Job controller) here, so the test
@@ -109,7 +109,7 @@ func TestQuickStart(t *testing.T) {
 	envv := append(os.Environ(),
 		"KUBECONFIG="+env.Kubeconfig,
 		"REGISTRY=registry.example.com/teardown", // helm install's image (the controller runs out of process here)
-		"PATH="+strings.Join([]string{pluginDir, filepath.Join(root, "bin"), assets, os.Getenv("PATH")}, string(os.PathListSeparator)),
+		"PATH="+strings.Join([]string{pluginDir, filepath.Dir(helmPath), filepath.Join(root, "bin"), assets, os.Getenv("PATH")}, string(os.PathListSeparator)),
 	)
 	t.Logf("built the controller and the plugin in %s", time.Since(start).Round(time.Millisecond))
 	// An earlier test of the package may have left its controller's
