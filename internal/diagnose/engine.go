@@ -150,7 +150,7 @@ func (e *Explainer) report(ctx context.Context, t Target, obj metav1.Object) *Re
 	if deletionPending(rep) {
 		e.ownersStopped(rep.Findings)
 	}
-	rep.RootBlockers = MarkRoots(rep.Findings)
+	rep.RootBlockers = rankRoots(MarkRoots(rep.Findings)) // waiting.go
 	rep.Blocked = len(rep.RootBlockers) > 0
 	return rep
 }

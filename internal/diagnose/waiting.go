@@ -8,6 +8,7 @@ package diagnose
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 )
 
@@ -121,4 +122,15 @@ func summarize(waits []Finding) string {
 		}
 	}
 	return strings.Join(parts, "; ")
+}
+
+// rankRoots puts a running owner's missing permission (B4) after the other
+// root blockers, keeping tree order otherwise: what an owner waits on, or
+// another finalizer's cause, is fixed first; the denial stays in the list,
+// as it must be fixed too (issue 20).
+func rankRoots(roots []Finding) []Finding {
+	sort.SliceStable(roots, func(i, j int) bool {
+		return roots[i].Cause != CauseOwnerLacksRBAC && roots[j].Cause == CauseOwnerLacksRBAC
+	})
+	return roots
 }

@@ -104,3 +104,14 @@ func TestPlaceWaits(t *testing.T) {
 		})
 	}
 }
+
+func TestRankRoots(t *testing.T) {
+	roots := []Finding{{Cause: CauseOwnerLacksRBAC, Finalizer: "a"}, {Cause: CauseOwnerGone, Finalizer: "b"}, {Cause: CauseOwnerLacksRBAC, Finalizer: "c"}, {Cause: CausePVCInUse, Finalizer: "d"}}
+	var got []string
+	for _, r := range rankRoots(roots) {
+		got = append(got, r.Finalizer)
+	}
+	if diff := cmp.Diff([]string{"b", "d", "a", "c"}, got); diff != "" {
+		t.Errorf("rankRoots (-want +got):\n%s", diff)
+	}
+}
