@@ -49,8 +49,11 @@ func TestLeaderKilledMidTeardown(t *testing.T) {
 	kubectl(t, "delete", "configmap", "app-config", "-n", ns, "--wait=false")
 	eventually(t, 30*time.Second, "the teardown waiting on its step", func() error {
 		out, err := sh(t.Context(), "kubectl teardown status -n "+ns)
-		if err != nil || !strings.Contains(out, "app-pods-gone") {
-			return fmt.Errorf("%v: %s", err, out)
+		if err != nil {
+			return fmt.Errorf("%w: %s", err, out)
+		}
+		if !strings.Contains(out, "app-pods-gone") {
+			return fmt.Errorf("not waiting on app-pods-gone yet: %s", out)
 		}
 		return nil
 	})

@@ -143,7 +143,7 @@ func startCluster() (func() error, error) {
 		select {
 		case err := <-exited:
 			out, _ := os.ReadFile(logFile.Name())
-			return nil, fmt.Errorf("the cluster exited: %v\n%s", err, out)
+			return nil, fmt.Errorf("the cluster exited: %w\n%s", err, out)
 		case <-time.After(500 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {

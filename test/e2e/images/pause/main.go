@@ -9,6 +9,7 @@ SPDX-License-Identifier: Apache-2.0
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -16,7 +17,7 @@ import (
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "--version" { // make image's builder checks nothing, a person may
-		os.Stdout.WriteString("pause (teardown e2e)\n")
+		fmt.Println("pause (teardown e2e)")
 		return
 	}
 	sig := make(chan os.Signal, 1)
