@@ -43,7 +43,7 @@ func (e *Explainer) boundClaim(ctx context.Context, fd *Finding, s subject) {
 	claim, err := e.c.kube.CoreV1().PersistentVolumeClaims(cr.Namespace).Get(ctx, cr.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) || (err == nil && cr.UID != "" && claim.UID != cr.UID) {
 		fd.Severity = SeverityWaiting
-		fd.Message += fmt.Sprintf(", which no longer exists: the PV controller (persistentvolume-binder in kube-controller-manager) marks the volume Released next, then the pv-protection controller removes the finalizer")
+		fd.Message += ", which no longer exists: the PV controller (persistentvolume-binder in kube-controller-manager) marks the volume Released next, then the pv-protection controller removes the finalizer"
 		return
 	}
 	if err != nil {

@@ -243,7 +243,7 @@ func (d *dateRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	if date, perr := http.ParseTime(resp.Header.Get("Date")); perr == nil {
 		// Date is truncated to the second: the server's time was within
 		// the second after it.
-		offset := date.Add(500 * time.Millisecond).Sub(time.Now())
+		offset := time.Until(date.Add(500 * time.Millisecond))
 		d.clock.mu.Lock()
 		d.clock.offset, d.clock.seen = offset, true
 		d.clock.mu.Unlock()

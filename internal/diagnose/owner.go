@@ -259,7 +259,7 @@ func finalizerManager(obj metav1.Object, fin string) string {
 	needle := fmt.Sprintf(`"v:%s"`, strings.ReplaceAll(string(key), `"`, `\"`))
 	var generic string
 	for _, mf := range obj.GetManagedFields() {
-		if mf.FieldsV1 == nil || !strings.Contains(string(mf.FieldsV1.Raw), needle) {
+		if mf.FieldsV1 == nil || !strings.Contains(mf.FieldsV1.GetRawString(), needle) {
 			continue
 		}
 		if !isGenericManager(mf.Manager) {

@@ -281,7 +281,7 @@ func (e *Explainer) conversionFailing(ctx context.Context, f *Finding, crd crdIn
 		}
 	}
 	low := strings.ToLower(msg)
-	remedy := "restore the webhook's backend"
+	var remedy string
 	switch {
 	case strings.Contains(low, "x509:") || strings.Contains(low, "tls:"):
 		why = append(why, "the webhook's serving certificate is not trusted by the CRD's spec.conversion.webhook.clientConfig.caBundle")
@@ -298,7 +298,7 @@ func (e *Explainer) conversionFailing(ctx context.Context, f *Finding, crd crdIn
 	}
 	f.Message += fmt.Sprintf(". Every request at a version other than the one an object is stored at goes through it (storage version %s, storedVersions %v)", crd.Storage, crd.StoredVersions)
 	f.FixOwner = "the owner of CRD " + crd.Name + " (its operator)"
-	f.Remedy = remedy + fmt.Sprintf("; do not switch the CRD's conversion to None unless every served version has the same schema: kube-apiserver would hand out objects unconverted")
+	f.Remedy = remedy + "; do not switch the CRD's conversion to None unless every served version has the same schema: kube-apiserver would hand out objects unconverted"
 	f.Leaks = "nothing yet: a deletion that cannot read the object cannot run its cleanup either"
 }
 

@@ -69,7 +69,8 @@ func TestNoClusterConfigured(t *testing.T) {
 	}
 	for _, c := range cases {
 		if c.kubeconfig == "" {
-			os.Unsetenv("KUBECONFIG")
+			t.Setenv("KUBECONFIG", "") // restored when the test ends
+			_ = os.Unsetenv("KUBECONFIG")
 		} else {
 			t.Setenv("KUBECONFIG", c.kubeconfig)
 		}

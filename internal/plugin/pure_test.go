@@ -6,6 +6,7 @@ SPDX-License-Identifier: Apache-2.0
 package plugin
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -75,7 +76,7 @@ func TestMarkStuck(t *testing.T) {
 	if diff := cmp.Diff([]string{"old"}, got); diff != "" {
 		t.Errorf("stuck (-want +got):\n%s", diff)
 	}
-	if rep.Stuck != 1 || rep.StuckAfter != "5m" || stuckExit(rep) != errBlocked {
+	if rep.Stuck != 1 || rep.StuckAfter != "5m" || !errors.Is(stuckExit(rep), errBlocked) {
 		t.Errorf("report = %d stuck after %q, exit %v", rep.Stuck, rep.StuckAfter, stuckExit(rep))
 	}
 	for d, want := range map[time.Duration]string{5 * time.Minute: "5m", 90 * time.Second: "1m30s", time.Hour: "1h", 90 * time.Minute: "1h30m", 30 * time.Second: "30s"} {

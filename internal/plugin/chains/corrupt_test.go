@@ -93,7 +93,7 @@ func TestExplainCorruptObject(t *testing.T) {
 	if err := cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	rep = explainUntil(t, 60*time.Second, diagnose.CauseCorruptObject, "accounts", "namespace/"+ns)
+	explainUntil(t, 60*time.Second, diagnose.CauseCorruptObject, "accounts", "namespace/"+ns)
 	poll(t, 60*time.Second, "the namespace controller's content failure", func(ctx context.Context) (bool, error) {
 		n, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		if err != nil {
