@@ -182,7 +182,7 @@ func (m *modelRun) createPolicy(ctx context.Context) (string, error) {
 	if err := k8s.Create(ctx, obj); err != nil {
 		return "create " + p.id(), err
 	}
-	m.polWrites[obj.GetResourceVersion()] = sent
+	m.polWrites[fmt.Sprintf("%s/%d", obj.GetUID(), obj.GetGeneration())] = sent
 	p.UID = obj.GetUID()
 	m.pols = append(m.pols, p)
 	return "create " + p.id() + " " + specString(spec), nil

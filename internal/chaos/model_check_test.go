@@ -28,10 +28,12 @@ const slack = 2 * time.Second
 type modelFacts struct {
 	Namespaces   []string
 	TenantWrites map[string]bool // resourceVersions of ConfigMap writes by the generator
-	// PolicyWrites are when the generator sent its policy writes, by the
-	// resourceVersion each made: a policy's state takes effect no later
-	// than that, however late the recorder's watch delivers it (after a
-	// kube-apiserver restart, seconds later).
+	// PolicyWrites are when the generator sent its policy writes, by
+	// "<policy UID>/<generation it made>": a policy's state takes effect no
+	// later than the write of the first generation it covers, however late
+	// the recorder's watch delivers it, or whether it delivers the
+	// generations between at all (after a kube-apiserver restart it
+	// relists, seconds later, and sees only the last).
 	PolicyWrites map[string]time.Time
 	// Grep returns controller log lines that mention a name, for evidence.
 	Grep func(name string) []string

@@ -263,7 +263,7 @@ func (m *modelRun) updatePolicy(ctx context.Context, p *genPol, edit func(*teard
 		if err := k8s.Update(ctx, obj); err != nil {
 			return err
 		}
-		m.polWrites[obj.GetResourceVersion()] = sent
+		m.polWrites[fmt.Sprintf("%s/%d", obj.GetUID(), obj.GetGeneration())] = sent
 		return nil
 	})
 }

@@ -7,6 +7,7 @@ package chaos_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"sort"
 	"time"
 
@@ -165,8 +166,14 @@ func (h *history) addPolicy(r record, writes map[string]time.Time, kind string, 
 		h.pols[id] = p
 	}
 	at := r.At
-	if sent, ok := writes[om.ResourceVersion]; ok && sent.Before(at) {
-		at = sent // the generator's own write: in effect from when it was sent
+	var prevGen int64
+	if n := len(p.States); n > 0 {
+		prevGen = p.States[n-1].Gen
+	}
+	for g := prevGen + 1; g <= om.Generation; g++ {
+		if sent, ok := writes[fmt.Sprintf("%s/%d", om.UID, g)]; ok && sent.Before(at) {
+			at = sent // the generator's own write: in effect from when it was sent
+		}
 	}
 	if n := len(p.States); n > 0 && at.Before(p.States[n-1].At) {
 		at = p.States[n-1].At // keep the states in order

@@ -43,7 +43,7 @@ type modelRun struct {
 	seq        int
 	genWrites  map[string]bool // resourceVersions of the generator's ConfigMap writes
 	// polWrites: when the generator sent each policy write that succeeded,
-	// by the resourceVersion it made.
+	// by policy UID and the generation it made ("<uid>/<generation>").
 	polWrites    map[string]time.Time
 	behaviourSet map[string]bool
 
