@@ -324,13 +324,11 @@ func (c *cluster) playUninstallHook(ctl *procctl.Controller) *batchv1.Job {
 		t.Errorf("hook output lacks \"Every policy is gone\"")
 	}
 	now := metav1.Now()
-	job.Status = batchv1.JobStatus{
-		StartTime: &now, CompletionTime: &now, Succeeded: 1,
-		Conditions: []batchv1.JobCondition{
-			{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now, LastProbeTime: now},
-			{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now, LastProbeTime: now},
-		},
+	conds, err := env.JobSucceededConditions(now)
+	if err != nil {
+		t.Fatal(err)
 	}
+	job.Status = batchv1.JobStatus{StartTime: &now, CompletionTime: &now, Succeeded: 1, Conditions: conds}
 	if err := c.admin.Status().Update(t.Context(), job); err != nil {
 		t.Fatalf("marking the hook Job complete: %v", err)
 	}

@@ -61,10 +61,11 @@ func finishJob(t *testing.T, job *batchv1.Job, succeeded bool) {
 	if succeeded {
 		job.Status.Succeeded = 1
 		job.Status.CompletionTime = &now
-		job.Status.Conditions = []batchv1.JobCondition{
-			{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now},
-			{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now},
+		conds, err := env.JobSucceededConditions(now)
+		if err != nil {
+			t.Fatal(err)
 		}
+		job.Status.Conditions = conds
 	} else {
 		job.Status.Failed = 1
 		job.Status.Conditions = []batchv1.JobCondition{
