@@ -35,6 +35,10 @@ type modelFacts struct {
 	// generations between at all (after a kube-apiserver restart it
 	// relists, seconds later, and sees only the last).
 	PolicyWrites map[string]time.Time
+	// Policies are the IDs of every policy the generator created: one the
+	// watches never saw was created and gone within a watch gap (after a
+	// kube-apiserver restart), and what it did cannot be judged.
+	Policies []string
 	// Grep returns controller log lines that mention a name, for evidence.
 	Grep func(name string) []string
 }
@@ -103,6 +107,10 @@ func (c *checker) checkCalls() {
 			}
 			seen[ck] = true
 			o, p := c.h.objs[e.UID], c.h.pols[e.Path]
+			if p == nil && slices.Contains(c.facts.Policies, e.Path) {
+				c.byJust["calls not judged: the policy was created and gone within a watch gap"]++
+				continue
+			}
 			if o == nil || p == nil {
 				c.violate("call-on-unknown-object", "call #%d from %s for %s/%s uid %s, which the watches never saw", e.Seq, e.Path, e.Namespace, e.Name, e.UID)
 				continue
@@ -198,6 +206,8 @@ func (c *checker) judgeTeardown(o *objHist, i int, key string) (string, string) 
 	if len(calls) > 0 {
 		if p := c.h.pols[calls[0].Path]; p != nil {
 			candidates = append(candidates, p)
+		} else if slices.Contains(c.facts.Policies, calls[0].Path) {
+			return "not judged: the policy that called its receiver was created and gone within a watch gap", ""
 		}
 	} else {
 		for _, p := range c.h.pols {

@@ -320,7 +320,11 @@ func (m *modelRun) waitNamespacesGone() {
 // namespaces belong to the run, and which ConfigMap writes were the
 // generator's (a tenant's or an operator's, never the controller's).
 func (m *modelRun) facts() modelFacts {
-	return modelFacts{Namespaces: m.namespaces, TenantWrites: m.genWrites, PolicyWrites: m.polWrites, Grep: func(name string) []string {
+	var ids []string
+	for _, p := range m.pols {
+		ids = append(ids, p.id())
+	}
+	return modelFacts{Namespaces: m.namespaces, TenantWrites: m.genWrites, PolicyWrites: m.polWrites, Policies: ids, Grep: func(name string) []string {
 		var out []string
 		for _, c := range append([]*procctl.Controller{m.main}, m.replicas...) {
 			for _, l := range c.Grep(`"`+name+`"`, 6) {
