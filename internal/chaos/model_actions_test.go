@@ -240,6 +240,7 @@ func (m *modelRun) deletePolicy(ctx context.Context) (string, error) {
 	}
 	p := pick(m.rng, pols)
 	p.Deleted = true
+	m.polWrites[string(p.UID)+"/deleted"] = time.Now()
 	return "delete " + p.id(), k8s.Delete(ctx, p.object())
 }
 

@@ -170,6 +170,13 @@ func (h *history) addPolicy(r record, writes map[string]time.Time, kind string, 
 	if n := len(p.States); n > 0 {
 		prevGen = p.States[n-1].Gen
 	}
+	if om.DeletionTimestamp != nil || r.Type == watch.Deleted {
+		// Deleted by the generator: in effect from when it sent the
+		// deletion (a deletion it did not send, its namespace's, has none).
+		if sent, ok := writes[string(om.UID)+"/deleted"]; ok && sent.Before(at) && (len(p.States) == 0 || !p.States[len(p.States)-1].Deleting) {
+			at = sent
+		}
+	}
 	for g := prevGen + 1; g <= om.Generation; g++ {
 		if sent, ok := writes[fmt.Sprintf("%s/%d", om.UID, g)]; ok && sent.Before(at) {
 			at = sent // the generator's own write: in effect from when it was sent
