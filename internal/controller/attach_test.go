@@ -74,8 +74,10 @@ func TestAttachAtCreate(t *testing.T) {
 	}
 	del(t, cm)
 	testenv.Eventually(t, 20*time.Second, "the object to be gone", testenv.Gone(k8s, cm))
-	if n := len(srv.calls()); n != 1 {
-		t.Errorf("cleanup ran %d times for an object deleted right after its creation, want 1", n)
+	// At least once: a step may be called again when its success was not
+	// recorded before a retry (steps must be idempotent).
+	if n := len(srv.calls()); n < 1 {
+		t.Errorf("cleanup ran %d times for an object deleted right after its creation, want at least 1", n)
 	}
 
 	// Unmatched objects are left alone.

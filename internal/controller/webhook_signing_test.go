@@ -91,7 +91,9 @@ func TestWebhookSignedForClusterPolicy(t *testing.T) {
 	testenv.Eventually(t, 20*time.Second, "the ConfigMap to be gone", testenv.Gone(k8s, cm))
 	mu.Lock()
 	defer mu.Unlock()
-	if verified != 1 || unverified != 0 {
-		t.Errorf("the receiver verified %d requests and refused %d, want 1 and 0", verified, unverified)
+	// At least once: a step may be called again when its success was not
+	// recorded before a retry (steps must be idempotent); every call signed.
+	if verified < 1 || unverified != 0 {
+		t.Errorf("the receiver verified %d requests and refused %d, want at least 1 and 0", verified, unverified)
 	}
 }
