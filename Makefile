@@ -216,7 +216,7 @@ CHAOS_N ?= 1000
 .PHONY: chaos
 chaos: control-plane ## Delete CHAOS_N (default 1,000) guarded objects through 20+ controller kills, a kube-apiserver restart, a leader failover and mid-teardown edits; print kills, restarts, webhook calls per object and drain times (TEARDOWN_CHAOS_SEED replays a run; log in bin/chaos.log).
 	@mkdir -p bin; status=0; \
-	TEARDOWN_CHAOS_N=$(CHAOS_N) $(GO) test -count=1 -timeout=30m -run '^TestChaos$$' -v ./internal/chaos/ 2>&1 | tee bin/chaos.log || status=$$?; \
+	TEARDOWN_CHAOS_N=$(CHAOS_N) $(GO) test -count=1 -timeout=30m -run '^TestChaos$$' -v ./test/chaos/ 2>&1 | tee bin/chaos.log || status=$$?; \
 	echo; grep -A14 'CHAOS FIGURES' bin/chaos.log || true; \
 	exit $$status
 
@@ -229,7 +229,7 @@ STEPS ?= 1000
 model: control-plane ## Run the randomized model test of the contract (TestModel): SEEDS seeds from SEED (default 1), STEPS steps each (default 1,000); print steps run, removals checked and violations by rule (step logs and controller logs in bin/model/).
 	@mkdir -p bin/model; status=0; \
 	TEARDOWN_MODEL_SEED=$(SEED) TEARDOWN_MODEL_SEEDS=$(SEEDS) TEARDOWN_MODEL_STEPS=$(STEPS) TEARDOWN_CHAOS_LOGS=$(CURDIR)/bin/model \
-		$(GO) test -count=1 -timeout=0 -run '^TestModel$$' -v ./internal/chaos/ 2>&1 | tee bin/model/model.log || status=$$?; \
+		$(GO) test -count=1 -timeout=0 -run '^TestModel$$' -v ./test/chaos/ 2>&1 | tee bin/model/model.log || status=$$?; \
 	echo; grep -A3 'MODEL FIGURES' bin/model/model.log || true; \
 	exit $$status
 

@@ -20,7 +20,7 @@ import (
 )
 
 // TestActor is the decision the promise tests prove on a control plane
-// (internal/chaos keys_test.go, yield_test.go), as a table: which one
+// (test/chaos keys_test.go, yield_test.go), as a table: which one
 // policy acts on one key of one object, from the records bound to it and
 // the policies in force.
 func TestActor(t *testing.T) {
