@@ -177,7 +177,10 @@ func TestWaitingCleanupJobRefusedInTerminatingNamespace(t *testing.T) {
 	if err := cs.CoreV1().Namespaces().Delete(t.Context(), ns, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 30*time.Second, "RayCluster deleted by the namespace controller", func(ctx context.Context) (bool, error) {
+	// The namespace controller finds the RayCluster only once its discovery
+	// has the CRD, created just before; on a loaded machine that takes more
+	// than its first retries (a CI run waited over 30 s).
+	testenv.Eventually(t, 120*time.Second, "RayCluster deleted by the namespace controller", func(ctx context.Context) (bool, error) {
 		cur, err := dyn.Resource(gvr).Namespace(ns).Get(ctx, "ray-cluster", metav1.GetOptions{})
 		return err == nil && cur.GetDeletionTimestamp() != nil, err
 	})
