@@ -75,7 +75,7 @@ test: control-plane $(HELM) ## Run every test against a real local control plane
 # (hack/tools/helm4) on the newest. Every run goes to the end; each one's log
 # is bin/compat/<label>.log and the matrix bin/compat/matrix.txt.
 COMPAT_K8S ?= 1.30 1.33 1.36
-COMPAT_PKGS ?= ./internal/controller ./internal/admission ./internal/apitest ./internal/chart
+COMPAT_PKGS ?= ./internal/controller ./test/admission ./test/apitest ./internal/chart
 
 .PHONY: test-compat
 test-compat: $(HELM) ## Run the controller, admission, API and chart suites on each Kubernetes of COMPAT_K8S (1.30 1.33 1.36, built from Go modules), and the chart tests with helm 4; matrix in bin/compat/matrix.txt (UPGRADING.md). Not part of make test: about 16 minutes once built.

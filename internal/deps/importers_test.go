@@ -22,7 +22,7 @@ import (
 // none of the modules the repository needs only for its tests and its
 // benchmark (etcd's Go client, golang.org/x/image) in its module graph, so
 // they cannot raise its version floors. Before, go.mod required both
-// (internal/plugin/chains's corrupt-object test, bench/report's chart).
+// (test/plugin/chains's corrupt-object test, bench/report's chart).
 func TestImportersModuleGraph(t *testing.T) {
 	root, err := testenv.ModuleRoot()
 	if err != nil {

@@ -15,7 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// The API server's words, as TestExplainCorruptObject (internal/plugin/chains)
+// The API server's words, as TestExplainCorruptObject (test/plugin/chains)
 // records them from kube-apiserver 1.36 with AllowUnsafeMalformedObjectDeletion.
 const (
 	corruptGet  = "Internal error occurred: StorageError: corrupt object, Code: 7, Key: /configmaps/shop/ledger, ResourceVersion: 0, AdditionalErrorMsg: object not decodable revision=217: illegal base64 data at input byte 0"

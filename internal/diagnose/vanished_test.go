@@ -12,7 +12,7 @@ import (
 )
 
 // The garbage collector's message, as TestExplainVanished
-// (internal/plugin/chains) records it from kube-controller-manager 1.36.
+// (test/plugin/chains) records it from kube-controller-manager 1.36.
 func TestInvalidOwnerRef(t *testing.T) {
 	for _, tc := range []struct {
 		msg  string
