@@ -6,7 +6,9 @@ SPDX-License-Identifier: Apache-2.0
 // Command teardown-controller runs TeardownPolicy and ClusterTeardownPolicy:
 // ordered cleanup steps before any kind of object is deleted.
 // `teardown-controller uninstall` deletes every policy and waits until they
-// released what they guard (internal/uninstall); --version prints the build.
+// released what they guard (internal/uninstall); `teardown-controller check`
+// says whether the install works (internal/installcheck); --version prints
+// the build.
 package main
 
 import (
@@ -22,6 +24,7 @@ import (
 	"github.com/teardown-dev/teardown/internal/admit"
 	"github.com/teardown-dev/teardown/internal/controller"
 	"github.com/teardown-dev/teardown/internal/controller/diagnosis"
+	"github.com/teardown-dev/teardown/internal/installcheck"
 	"github.com/teardown-dev/teardown/internal/steps"
 	"github.com/teardown-dev/teardown/internal/uninstall"
 	"github.com/teardown-dev/teardown/internal/version"
@@ -30,6 +33,9 @@ import (
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "uninstall" {
 		os.Exit(uninstall.Main(os.Args[2:], os.Stdout, os.Stderr))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "check" {
+		os.Exit(installcheck.Main(os.Args[2:], os.Stdout, os.Stderr))
 	}
 	opts := controller.ManagerOptions{Controller: controller.DefaultOptions()}
 	var webhookOpts webhook.Options
@@ -128,6 +134,7 @@ func usage() {
 	fmt.Fprintf(out, `Usage:
   teardown-controller [flags]            run the controller
   teardown-controller uninstall [flags]  delete every policy and wait until they released what they guard
+  teardown-controller check [flags]      say whether Teardown is installed and working (the chart's helm test)
   teardown-controller version            print the version, commit and build date
 
 Flags:

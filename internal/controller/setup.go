@@ -180,6 +180,14 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 			Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), FailClosed: opts.InUseFailClosed,
 		}})
 	}
+	if opts.WebhookConfiguration != "" || opts.InUseWebhook {
+		// Ready only once the webhook server answers TLS: the Service's
+		// endpoints, and so the API server's calls, wait for it
+		// (kubectl teardown check reads those endpoints).
+		if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
+			return fmt.Errorf("adding the webhook readiness check: %w", err)
+		}
+	}
 	targets.PolicyExists = policies.PolicyExists
 	if err := policies.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the policy controllers: %w", err)
