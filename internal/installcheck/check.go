@@ -220,7 +220,7 @@ func checkController(ctx context.Context, c Clients, opts Options) (string, Resu
 	lease, err := c.Kube.CoordinationV1().Leases(opts.Namespace).Get(ctx, LeaseName, metav1.GetOptions{})
 	if err != nil {
 		if apierrors.IsNotFound(err) {
-			return "", fail(r, "no Lease %s/%s: no teardown-controller has become leader in namespace %s (is it running there? --namespace names another)", opts.Namespace, LeaseName, opts.Namespace)
+			return "", fail(r, "no Lease %s/%s: no teardown-controller has become leader in namespace %s (is it running in another namespace?)", opts.Namespace, LeaseName, opts.Namespace)
 		}
 		return "", fail(r, "reading Lease %s/%s: %s", opts.Namespace, LeaseName, reason(err))
 	}

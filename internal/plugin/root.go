@@ -119,6 +119,7 @@ longer than that).`,
 		NewStatusCommand(flags, streams),
 		NewPlanCommand(flags, streams),
 		NewReleaseCommand(flags, streams),
+		NewCheckCommand(flags, streams),
 		NewVersionCommand(streams),
 	)
 	return root
