@@ -148,6 +148,10 @@ func TestQuickStart(t *testing.T) {
 		cmd:   regexp.MustCompile(`^kubectl rollout status deployment/teardown-controller -n teardown-system\b`),
 		check: contains(`deployment "teardown-controller" successfully rolled out`),
 	}, {
+		// The controller process leads; the Deployment reports ready.
+		cmd:   regexp.MustCompile(`^kubectl teardown check --controller-namespace teardown-system\b`),
+		check: contains("ok    CRDs ", "ok    admission policies ", "ok    controller ", "ok    versions "),
+	}, {
 		cmd: regexp.MustCompile(`^kubectl apply -f config/samples/quickstart\.yaml\b`),
 		check: contains("namespace/demo created", "rolebinding.rbac.authorization.k8s.io/teardown-config-last created",
 			"configmap/app-config created", "configmap/app-settings created", "teardownpolicy.teardown.dev/config-last created"),

@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -47,8 +48,15 @@ func TestMetricsAndAttachWebhook(t *testing.T) {
 		kubectl(t, "delete", "serviceaccount", "e2e-scraper", "e2e-nobody", "-n", "default")
 		noLeftovers(t, 2*time.Minute)
 	})
-	installController(t, "--set", "webhook.enabled=true",
+	// check.postInstall: helm install returns only once the chart's check
+	// Pod passed in the cluster, the webhook's endpoints ready included.
+	installController(t, "--set", "webhook.enabled=true", "--set", "check.postInstall=true",
 		"--set-json", `metrics.readerSubjects=[{"kind":"ServiceAccount","name":"e2e-scraper","namespace":"default"}]`)
+	checkRanAndWent(t)
+	if out, err := sh(t.Context(), "kubectl teardown check --controller-namespace teardown-system"); err != nil ||
+		!regexp.MustCompile(`ok +attach webhook +teardown-attach-finalizers: Service teardown-system/teardown-controller-webhook has 2 ready endpoints`).MatchString(out) {
+		t.Fatalf("kubectl teardown check with the webhook on: %v\n%s", err, out)
+	}
 
 	ip := strings.TrimSpace(kubectl(t, "get", "service", "teardown-controller-metrics", "-n", "teardown-system", "-o", "jsonpath={.spec.clusterIP}"))
 	url := "https://" + net.JoinHostPort(ip, "8443") + "/metrics"

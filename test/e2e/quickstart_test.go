@@ -93,6 +93,12 @@ func TestQuickStart(t *testing.T) {
 		check: contains("successfully rolled out"),
 		after: func(t *testing.T) { controllerPods(t, wantImage) },
 	}, {
+		cmd:   regexp.MustCompile(`^kubectl teardown check\b`),
+		check: contains("ok    CRDs ", "ok    admission policies ", "ok    controller ", "ok    versions "),
+		// The same checks from inside the cluster, as the chart ships
+		// them: helm test's Pod runs the image as its own ServiceAccount.
+		after: func(t *testing.T) { helmTest(t) },
+	}, {
 		cmd:   regexp.MustCompile(`^kubectl get teardownpolicies -n demo\b`),
 		check: contains("demo.teardown.dev/config-last", "True"),
 	}, {

@@ -70,6 +70,7 @@ type Values struct {
 	PrometheusRule    Monitor           `json:"prometheusRule"`
 	GrafanaDashboard  GrafanaDashboard  `json:"grafanaDashboard"`
 	UninstallHook     UninstallHook     `json:"uninstallHook"`
+	Check             Check             `json:"check"`
 	PodAnnotations    map[string]string `json:"podAnnotations"`
 	PodLabels         map[string]string `json:"podLabels"`
 	NodeSelector      map[string]string `json:"nodeSelector"`
@@ -214,6 +215,17 @@ type UninstallHook struct {
 	// The Job container's resources.
 	Resources   Object            `json:"resources"`
 	Annotations map[string]string `json:"annotations"`
+}
+
+// The install check: a Pod running teardown-controller check, as helm test
+// and, with PostInstall, after install and upgrade.
+type Check struct {
+	// Also run after every install and upgrade, waiting up to timeout.
+	PostInstall bool `json:"postInstall"`
+	// teardown-controller check --wait after install and upgrade; keep helm install's longer.
+	Timeout Duration `json:"timeout"`
+	// The Pod container's resources.
+	Resources Object `json:"resources"`
 }
 
 // Object is a Kubernetes object passed through as it is (resources,
