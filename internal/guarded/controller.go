@@ -17,7 +17,6 @@ import (
 	"slices"
 	"sync"
 	"time"
-	"unique"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -39,46 +38,9 @@ import (
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/internal/policy"
+	"github.com/teardown-dev/teardown/internal/queuekey"
 	"github.com/teardown-dev/teardown/pkg/finalizer"
 )
-
-// Request names one target object of one kind: it is the work queues' key.
-//
-// Its kind and namespace are interned together, one 8-byte handle beside
-// the name, 24 bytes in all: controller-runtime's priority queue keeps two
-// maps keyed by Request, and Go maps keep their size after a burst, so
-// after N objects were queued at once every byte of the key stays
-// allocated N times over. Kinds times namespaces are few; the name is not
-// interned, because names are as many as objects and unique.Make copies
-// each one and keeps an entry for it while it is queued, more than its 16
-// bytes save in the maps afterwards.
-type Request struct {
-	where unique.Handle[kindInNamespace]
-	name  string
-}
-
-// kindInNamespace is what the Requests of many objects share.
-type kindInNamespace struct {
-	gvk       schema.GroupVersionKind
-	namespace string
-}
-
-// RequestFor names obj of kind gvk. Code outside this package builds
-// Requests only with it, so the key's layout can change in one place.
-func RequestFor(gvk schema.GroupVersionKind, key types.NamespacedName) Request {
-	return Request{where: unique.Make(kindInNamespace{gvk: gvk, namespace: key.Namespace}), name: key.Name}
-}
-
-// GVK is the kind of the object.
-func (r Request) GVK() schema.GroupVersionKind { return r.where.Value().gvk }
-
-// Key is the object's namespace and name.
-func (r Request) Key() types.NamespacedName {
-	return types.NamespacedName{Namespace: r.where.Value().namespace, Name: r.name}
-}
-
-// String is the kind and key, for logs.
-func (r Request) String() string { return r.GVK().Kind + " " + r.Key().String() }
 
 // Release causes, the cause label of teardown_finalizer_releases_total.
 const (
@@ -119,7 +81,7 @@ type Reconciler struct {
 
 // queue is one of the two controllers and the channel that resyncs it.
 type queue struct {
-	ctrl   controller.TypedController[Request]
+	ctrl   controller.TypedController[queuekey.Request]
 	resync chan event.TypedGenericEvent[*metav1.PartialObjectMetadata]
 }
 
@@ -136,13 +98,13 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, workers int) error {
 }
 
 func (r *Reconciler) newQueue(mgr manager.Manager, name string, workers int) (*queue, error) {
-	c, err := controller.NewTyped[Request](name, mgr, controller.TypedOptions[Request]{
+	c, err := controller.NewTyped[queuekey.Request](name, mgr, controller.TypedOptions[queuekey.Request]{
 		Reconciler:              r,
 		MaxConcurrentReconciles: workers,
 		// Per-object exponential backoff, capped. Not the default's overall
 		// 10/s bucket as well: after an outage every waiting cleanup must be
 		// retried at once, not ten a second.
-		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[Request](5*time.Millisecond, maxBackoff),
+		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[queuekey.Request](5*time.Millisecond, maxBackoff),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the %s controller: %w", name, err)
@@ -154,8 +116,8 @@ func (r *Reconciler) newQueue(mgr manager.Manager, name string, workers int) (*q
 	return q, nil
 }
 
-func toRequest(_ context.Context, obj *metav1.PartialObjectMetadata) []Request {
-	return []Request{RequestFor(obj.GroupVersionKind(), client.ObjectKeyFromObject(obj))}
+func toRequest(_ context.Context, obj *metav1.PartialObjectMetadata) []queuekey.Request {
+	return []queuekey.Request{queuekey.For(obj.GroupVersionKind(), client.ObjectKeyFromObject(obj))}
 }
 
 // Watch starts the metadata-only watch of gvk, once per kind.
@@ -172,8 +134,8 @@ func (r *Reconciler) Watch(mgr manager.Manager, gvk schema.GroupVersionKind) err
 		obj := &metav1.PartialObjectMetadata{}
 		obj.SetGroupVersionKind(gvk)
 		src := source.TypedKind(mgr.GetCache(), obj, handler.TypedEnqueueRequestsFromMapFunc(
-			func(_ context.Context, o *metav1.PartialObjectMetadata) []Request {
-				return []Request{RequestFor(gvk, client.ObjectKeyFromObject(o))}
+			func(_ context.Context, o *metav1.PartialObjectMetadata) []queuekey.Request {
+				return []queuekey.Request{queuekey.For(gvk, client.ObjectKeyFromObject(o))}
 			}), relevantChange, deletingIs(q.deleting))
 		if err := q.ctrl.Watch(src); err != nil {
 			return fmt.Errorf("watching %s: %w", gvk, err)
@@ -249,7 +211,7 @@ func (r *Reconciler) Resync(ctx context.Context, gvk schema.GroupVersionKind, op
 // the code that knows a step's wait is over (the object it waits on changed
 // or went) before the step's poll would find out. Waking an object that is
 // not being deleted, or is gone, costs one cache read.
-func (r *Reconciler) Wake(ctx context.Context, reqs ...Request) {
+func (r *Reconciler) Wake(ctx context.Context, reqs ...queuekey.Request) {
 	for _, req := range reqs {
 		obj := &metav1.PartialObjectMetadata{}
 		obj.SetGroupVersionKind(req.GVK())
@@ -265,7 +227,7 @@ func (r *Reconciler) Wake(ctx context.Context, reqs ...Request) {
 }
 
 // Reconcile applies every key of every policy serving the object's kind.
-func (r *Reconciler) Reconcile(ctx context.Context, req Request) (reconcile.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req queuekey.Request) (reconcile.Result, error) {
 	gvk := req.GVK()
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(gvk)

@@ -7,54 +7,22 @@ package guarded
 
 import (
 	"testing"
-	"unsafe"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/teardown-dev/teardown/internal/queuekey"
 )
 
-// The queues deduplicate by key equality: two Requests for the same object
-// built apart (a watch event, a resync, a Wake) must be equal, and the kind
-// must come back whole.
-func TestRequestFor(t *testing.T) {
-	// Strings built at run time, so that equal kinds do not share storage.
-	group := string([]byte("apps"))
-	deploy := schema.GroupVersionKind{Group: group, Version: "v1", Kind: "Deployment"}
-	sameDeploy := schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: string([]byte("Deployment"))}
+// A watch event queues the key queuekey.For builds for the object, so that
+// it and a Wake of the same object are one queue entry.
+func TestToRequest(t *testing.T) {
 	cm := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
 	key := types.NamespacedName{Namespace: "shop", Name: "web"}
-
-	a, b := RequestFor(deploy, key), RequestFor(sameDeploy, key)
-	if a != b {
-		t.Errorf("RequestFor(%v) != RequestFor(%v) for the same object", deploy, sameDeploy)
-	}
-	if got := a.GVK(); got != deploy {
-		t.Errorf("GVK() = %v, want %v", got, deploy)
-	}
-	if a == RequestFor(cm, key) {
-		t.Error("Requests for two kinds are equal")
-	}
-	if a == RequestFor(deploy, types.NamespacedName{Namespace: "shop", Name: "db"}) {
-		t.Error("Requests for two names are equal")
-	}
-	if a == RequestFor(deploy, types.NamespacedName{Namespace: "bank", Name: "web"}) {
-		t.Error("Requests for two namespaces are equal")
-	}
-	if got := a.Key(); got != key {
-		t.Errorf("Key() = %v, want %v", got, key)
-	}
-	if got := toRequest(t.Context(), objWithKind(cm, key))[0]; got != RequestFor(cm, key) {
-		t.Errorf("toRequest = %v, want RequestFor's %v", got, RequestFor(cm, key))
-	}
-	// The point of interning the kind and namespace: a name and one pointer.
-	if size, want := unsafe.Sizeof(Request{}), unsafe.Sizeof(key.Name)+unsafe.Sizeof(uintptr(0)); size != want {
-		t.Errorf("a Request takes %d bytes, want %d", size, want)
-	}
-}
-
-func objWithKind(gvk schema.GroupVersionKind, key types.NamespacedName) *metav1.PartialObjectMetadata {
 	obj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
-	obj.SetGroupVersionKind(gvk)
-	return obj
+	obj.SetGroupVersionKind(cm)
+	if got := toRequest(t.Context(), obj)[0]; got != queuekey.For(cm, key) {
+		t.Errorf("toRequest = %v, want queuekey.For's %v", got, queuekey.For(cm, key))
+	}
 }

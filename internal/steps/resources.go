@@ -22,8 +22,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
-	"github.com/teardown-dev/teardown/internal/guarded"
 	"github.com/teardown-dev/teardown/internal/policy"
+	"github.com/teardown-dev/teardown/internal/queuekey"
 	"github.com/teardown-dev/teardown/internal/waits"
 )
 
@@ -235,7 +235,7 @@ func celErrorCategory(err error) string {
 // ever reaches it.
 type stepWatch struct {
 	registry *waits.Registry
-	target   guarded.Request
+	target   queuekey.Request
 	owner    string
 }
 
@@ -258,7 +258,7 @@ func (r *Runner) watchDependencies(pol *policy.Policy, key string, i int, t Obje
 	}
 	w := &stepWatch{
 		registry: r.Waits,
-		target:   guarded.RequestFor(t.GVK, client.ObjectKeyFromObject(t.Obj)),
+		target:   queuekey.For(t.GVK, client.ObjectKeyFromObject(t.Obj)),
 		owner:    pol.Ref.String() + " step " + pol.Steps[i].Name,
 	}
 	r.Waits.Register(w.target, w.owner, deps, pollInterval, r.timeLeft(pol, key, i, t))

@@ -12,8 +12,8 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/teardown-dev/teardown/internal/guarded"
 	"github.com/teardown-dev/teardown/internal/inuse"
+	"github.com/teardown-dev/teardown/internal/queuekey"
 )
 
 // The unused step reads every pod and binding, and which ClusterRoles
@@ -33,9 +33,9 @@ type RunnerOptions struct {
 // NewRunner builds the runner of every step kind on mgr, with what the
 // kinds read added to mgr: the in-use index, idle until a policy with an
 // unused step is served (Prepare), which wakes an object whose users went.
-func NewRunner(mgr manager.Manager, o RunnerOptions, wake func(context.Context, ...guarded.Request)) (*Runner, error) {
+func NewRunner(mgr manager.Manager, o RunnerOptions, wake func(context.Context, ...queuekey.Request)) (*Runner, error) {
 	uses := inuse.New(mgr.GetConfig(), func(ctx context.Context, w inuse.Waiter) {
-		wake(ctx, guarded.RequestFor(w.GVK, w.Key))
+		wake(ctx, queuekey.For(w.GVK, w.Key))
 	})
 	uses.Log = mgr.GetLogger()
 	if err := mgr.Add(uses); err != nil {

@@ -29,7 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/teardown-dev/teardown/internal/guarded"
+	"github.com/teardown-dev/teardown/internal/queuekey"
 )
 
 // Defaults of Options.
@@ -84,7 +84,7 @@ type Options struct {
 	// Mapper maps a kind to its resource.
 	Mapper meta.RESTMapper
 	// Wake queues the cleanup of targets: (*guarded.Reconciler).Wake.
-	Wake func(context.Context, ...guarded.Request)
+	Wake func(context.Context, ...queuekey.Request)
 	// SafetyNet and MinInterval default to DefaultSafetyNet and
 	// DefaultMinInterval.
 	SafetyNet, MinInterval time.Duration
@@ -105,14 +105,14 @@ type Registry struct {
 
 	mu      sync.Mutex
 	kinds   map[schema.GroupVersionKind]*kind
-	targets map[guarded.Request]*waiting
+	targets map[queuekey.Request]*waiting
 	// index lists, per kind and namespace ("" for every namespace), the
 	// targets with a dependency there: an event looks at two buckets, not
 	// at every registration.
-	index map[schema.GroupVersionKind]map[string]map[guarded.Request]struct{}
+	index map[schema.GroupVersionKind]map[string]map[queuekey.Request]struct{}
 	// recent is when each target was last woken, for MinInterval; entries
 	// older than MinInterval are swept.
-	recent     map[guarded.Request]time.Time
+	recent     map[queuekey.Request]time.Time
 	sweepAbove int
 	timers     uint64 // timers armed so far
 }
@@ -144,9 +144,9 @@ func New(opts Options) *Registry {
 	return &Registry{
 		opts: opts, ctx: ctx, cancel: cancel,
 		kinds:   map[schema.GroupVersionKind]*kind{},
-		targets: map[guarded.Request]*waiting{},
-		index:   map[schema.GroupVersionKind]map[string]map[guarded.Request]struct{}{},
-		recent:  map[guarded.Request]time.Time{},
+		targets: map[queuekey.Request]*waiting{},
+		index:   map[schema.GroupVersionKind]map[string]map[queuekey.Request]struct{}{},
+		recent:  map[queuekey.Request]time.Time{},
 	}
 }
 
@@ -176,7 +176,7 @@ func (r *Registry) Start(ctx context.Context) error {
 //
 // Call it before reading the dependencies: an event between the read and
 // the registration would otherwise be missed until the next timed run.
-func (r *Registry) Register(t guarded.Request, owner string, deps []Dependency, poll, timeLeft time.Duration) (covered bool) {
+func (r *Registry) Register(t queuekey.Request, owner string, deps []Dependency, poll, timeLeft time.Duration) (covered bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	covered = len(deps) > 0
@@ -214,7 +214,7 @@ func (r *Registry) Register(t guarded.Request, owner string, deps []Dependency, 
 
 // Forget drops what step owner of target t registered: the step finished
 // or failed, and must not be woken for it again.
-func (r *Registry) Forget(t guarded.Request, owner string) {
+func (r *Registry) Forget(t queuekey.Request, owner string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	w := r.targets[t]
@@ -242,7 +242,7 @@ func (r *Registry) Forget(t guarded.Request, owner string) {
 func (r *Registry) changed(gvk schema.GroupVersionKind, ns string, sets ...labels.Set) {
 	r.mu.Lock()
 	now := r.opts.Now()
-	var wake []guarded.Request
+	var wake []queuekey.Request
 	for _, bucket := range []string{ns, ""} {
 		for t := range r.index[gvk][bucket] {
 			w := r.targets[t]
@@ -286,7 +286,7 @@ func (w *waiting) dependsOn(gvk schema.GroupVersionKind, ns string, sets []label
 }
 
 // armLocked makes w's timer fire within after, unless it fires sooner.
-func (r *Registry) armLocked(t guarded.Request, w *waiting, after time.Duration) {
+func (r *Registry) armLocked(t queuekey.Request, w *waiting, after time.Duration) {
 	due := r.opts.Now().Add(after)
 	if w.timer != nil {
 		if !due.Before(w.due) {
@@ -301,7 +301,7 @@ func (r *Registry) armLocked(t guarded.Request, w *waiting, after time.Duration)
 	w.timer = time.AfterFunc(after, func() { r.timerFired(t, gen) })
 }
 
-func (r *Registry) timerFired(t guarded.Request, gen uint64) {
+func (r *Registry) timerFired(t queuekey.Request, gen uint64) {
 	r.mu.Lock()
 	w := r.targets[t]
 	if w == nil || w.timer == nil || w.gen != gen || r.ctx.Err() != nil {
@@ -318,7 +318,7 @@ func (r *Registry) timerFired(t guarded.Request, gen uint64) {
 }
 
 // dropLocked forgets every registration of t and its timer: one-shot.
-func (r *Registry) dropLocked(t guarded.Request, w *waiting) {
+func (r *Registry) dropLocked(t queuekey.Request, w *waiting) {
 	r.unindexLocked(t, w)
 	if w.timer != nil {
 		w.timer.Stop()
@@ -327,7 +327,7 @@ func (r *Registry) dropLocked(t guarded.Request, w *waiting) {
 	delete(r.targets, t)
 }
 
-func (r *Registry) dropIfIdleLocked(t guarded.Request, w *waiting) {
+func (r *Registry) dropIfIdleLocked(t queuekey.Request, w *waiting) {
 	if len(w.owners) == 0 && w.timer == nil {
 		delete(r.targets, t)
 	}
@@ -335,7 +335,7 @@ func (r *Registry) dropIfIdleLocked(t guarded.Request, w *waiting) {
 
 // wokenLocked notes when t was woken, and sweeps notes too old to matter,
 // so that targets woken once and gone are not remembered.
-func (r *Registry) wokenLocked(t guarded.Request, now time.Time) {
+func (r *Registry) wokenLocked(t queuekey.Request, now time.Time) {
 	r.recent[t] = now
 	if len(r.recent) <= r.sweepAbove {
 		return
@@ -348,23 +348,23 @@ func (r *Registry) wokenLocked(t guarded.Request, now time.Time) {
 	r.sweepAbove = max(64, 2*len(r.recent))
 }
 
-func (r *Registry) indexLocked(t guarded.Request, w *waiting) {
+func (r *Registry) indexLocked(t queuekey.Request, w *waiting) {
 	for _, deps := range w.owners {
 		for _, d := range deps {
 			byNS := r.index[d.GVK]
 			if byNS == nil {
-				byNS = map[string]map[guarded.Request]struct{}{}
+				byNS = map[string]map[queuekey.Request]struct{}{}
 				r.index[d.GVK] = byNS
 			}
 			if byNS[d.Namespace] == nil {
-				byNS[d.Namespace] = map[guarded.Request]struct{}{}
+				byNS[d.Namespace] = map[queuekey.Request]struct{}{}
 			}
 			byNS[d.Namespace][t] = struct{}{}
 		}
 	}
 }
 
-func (r *Registry) unindexLocked(t guarded.Request, w *waiting) {
+func (r *Registry) unindexLocked(t queuekey.Request, w *waiting) {
 	for _, deps := range w.owners {
 		for _, d := range deps {
 			byNS := r.index[d.GVK]

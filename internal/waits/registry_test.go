@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/teardown-dev/teardown/internal/guarded"
+	"github.com/teardown-dev/teardown/internal/queuekey"
 )
 
 var (
@@ -34,7 +34,7 @@ type woken struct {
 	names []string
 }
 
-func (w *woken) wake(_ context.Context, reqs ...guarded.Request) {
+func (w *woken) wake(_ context.Context, reqs ...queuekey.Request) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, r := range reqs {
@@ -65,8 +65,8 @@ func newTestRegistry(t *testing.T, now func() time.Time) (*Registry, *woken) {
 	return r, w
 }
 
-func req(ns, name string) guarded.Request {
-	return guarded.RequestFor(targetKind, types.NamespacedName{Namespace: ns, Name: name})
+func req(ns, name string) queuekey.Request {
+	return queuekey.For(targetKind, types.NamespacedName{Namespace: ns, Name: name})
 }
 
 func sel(t *testing.T, s string) labels.Selector {

@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/teardown-dev/teardown/internal/guarded"
+	"github.com/teardown-dev/teardown/internal/queuekey"
 )
 
 // kindState is how far the watch of a kind is.
@@ -126,7 +126,7 @@ func (r *Registry) startWatch(gvk schema.GroupVersionKind) {
 func (r *Registry) watchStarted(gvk schema.GroupVersionKind) {
 	r.setKind(gvk, watching, 0)
 	r.mu.Lock()
-	var wake []guarded.Request
+	var wake []queuekey.Request
 	for _, bucket := range r.index[gvk] {
 		for t := range bucket {
 			if !slices.Contains(wake, t) {
