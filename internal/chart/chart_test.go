@@ -186,6 +186,11 @@ func TestLintAndTemplateDefaults(t *testing.T) {
 	if got := get(d, "spec", "replicas"); fmt.Sprint(got) != "2" {
 		t.Errorf("replicas = %v, want 2", got)
 	}
+	// The install check is helm test's only, checking once.
+	if p := find(objs, "Pod", "teardown-check"); p == nil || get(p, "metadata", "annotations", "helm.sh/hook") != "test" ||
+		strings.Contains(fmt.Sprint(get(p, "spec", "containers", 0, "args")), "--wait") {
+		t.Errorf("the check Pod is not a helm test checking once: %v", p)
+	}
 	if find(objs, "ClusterRole", "teardown-controller-diagnose") != nil {
 		t.Error("the diagnosis's read rights are granted by default; they are opt-in (diagnose.readRights)")
 	}
@@ -299,6 +304,13 @@ func TestLintAndTemplateNonDefaults(t *testing.T) {
 	}
 	if find(objs, "PodDisruptionBudget", "teardown-controller") != nil {
 		t.Error("PodDisruptionBudget rendered although disabled")
+	}
+	// check.postInstall: the install check runs after install and upgrade
+	// too, waiting up to check.timeout.
+	if p := find(objs, "Pod", "teardown-check"); p == nil ||
+		get(p, "metadata", "annotations", "helm.sh/hook") != "test,post-install,post-upgrade" ||
+		!strings.Contains(fmt.Sprint(get(p, "spec", "containers", 0, "args")), "--wait=90s") {
+		t.Errorf("the check Pod is not a test, post-install and post-upgrade hook waiting 90s: %v", p)
 	}
 	// diagnose.readRights: config/rbac/diagnose_role.yaml, aggregated.
 	if r := find(objs, "ClusterRole", "teardown-controller-diagnose"); r == nil ||
