@@ -67,7 +67,13 @@ func TestMain(m *testing.M) {
 		if err != nil {
 			panic(err)
 		}
-		opts := controller.ManagerOptions{WebhookServer: webhookServer, Controller: controller.DefaultOptions()}
+		probes, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			panic(err)
+		}
+		probeAddr = probes.Addr().String()
+		probes.Close()
+		opts := controller.ManagerOptions{WebhookServer: webhookServer, ProbeAddr: probeAddr, Controller: controller.DefaultOptions()}
 		opts.Controller.StatusInterval = time.Second
 		// Diagnose stuck objects within seconds (diagnose_test.go).
 		opts.Controller.DiagnoseAfter, opts.Controller.DiagnoseInterval = 2*time.Second, 2*time.Second
@@ -258,6 +264,9 @@ var (
 	webhookHost string
 	webhookCA   []byte
 )
+
+// probeAddr serves the manager's /healthz and /readyz.
+var probeAddr string
 
 // installAttachWebhook serves the attach-at-create webhook on 127.0.0.1 with
 // a self-signed certificate and registers it with the API server, with no
