@@ -16,7 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	"sigs.k8s.io/controller-runtime/pkg/client/config"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/teardown-dev/teardown/internal/version"
 )
@@ -71,7 +71,7 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
-	config.RegisterFlags(fs)
+	kubeconfig := fs.String("kubeconfig", "", "Path to a kubeconfig (default: the KUBECONFIG variable, ~/.kube/config, else the pod's in-cluster config).")
 	namespace := fs.String("namespace", defaultNamespace(), "Namespace of the controller (default: the POD_NAMESPACE variable, else "+DefaultNamespace+").")
 	wait := fs.Duration("wait", 0, "Check again every 2s until every check passes or this long has passed; 0 checks once.")
 	if err := fs.Parse(args); err != nil {
@@ -84,7 +84,11 @@ Flags:
 		fmt.Fprintf(stderr, "teardown-controller check: unexpected arguments %q\n", fs.Args())
 		return ExitUsage
 	}
-	cfg, err := config.GetConfig()
+	// client-go's loading rules, not controller-runtime's config package:
+	// kubectl-teardown links this package too, and no controller-runtime.
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = *kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
 	if err != nil {
 		fmt.Fprintln(stderr, "teardown-controller check:", err)
 		return ExitFailed
