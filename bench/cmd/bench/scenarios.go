@@ -33,8 +33,9 @@ const (
 )
 
 // policyKey is the finalizer key of the policy in namespace ns: one key per
-// policy, as the controller refuses two policies sharing a key for a kind.
-func policyKey(ns string) string { return "bench.teardown.dev/" + ns }
+// policy, as the controller refuses two policies sharing a key for a kind,
+// outside teardown.dev, where a policy may use only its default key.
+func policyKey(ns string) string { return "bench.example.com/" + ns }
 
 // phaseTimeout bounds one phase over n objects: generous, at 20 objects/s.
 func phaseTimeout(n int) time.Duration { return 2*time.Minute + time.Duration(n)*50*time.Millisecond }

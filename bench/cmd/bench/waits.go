@@ -47,7 +47,7 @@ type waitScenario struct {
 	eventDriven bool
 }
 
-func (s waitScenario) key() string { return "bench.teardown.dev/" + s.name }
+func (s waitScenario) key() string { return "bench.example.com/" + s.name }
 
 func (s waitScenario) targetResource() schema.GroupVersionResource {
 	if s.unused {
