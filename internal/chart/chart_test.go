@@ -306,8 +306,10 @@ func TestLintAndTemplateNonDefaults(t *testing.T) {
 		t.Error("PodDisruptionBudget rendered although disabled")
 	}
 	// check.postInstall: the install check runs after install and upgrade
-	// too, waiting up to check.timeout.
-	if p := find(objs, "Pod", "teardown-check"); p == nil ||
+	// too, waiting up to check.timeout. Not in nondefault.yaml, which
+	// TestInstall installs where no pod runs.
+	checked := render(t, "-f", nonDefault, "--set", "check.postInstall=true", "--set", "check.timeout=90s")
+	if p := find(checked, "Pod", "teardown-check"); p == nil ||
 		get(p, "metadata", "annotations", "helm.sh/hook") != "test,post-install,post-upgrade" ||
 		!strings.Contains(fmt.Sprint(get(p, "spec", "containers", 0, "args")), "--wait=90s") {
 		t.Errorf("the check Pod is not a test, post-install and post-upgrade hook waiting 90s: %v", p)
