@@ -107,7 +107,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "teardown-controller: --inuse-webhook-failure-policy must be Ignore or Fail, not", *inUseFailure)
 		os.Exit(2)
 	}
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	ctrl.SetLogger(controller.LazyValues(zap.New(zap.UseFlagOptions(&zapOpts))))
 	opts.WebhookServer = webhook.NewServer(webhookOpts)
 	opts.MetricsInsecure = !*metricsSecure
 	v := version.Get()

@@ -33,6 +33,8 @@ func main() {
 	var burst int
 	flag.IntVar(&opts.TargetWorkers, "target-workers", opts.TargetWorkers, "Target objects reconciled at once.")
 	flag.BoolVar(&opts.EventDrivenWaits, "event-driven-waits", opts.EventDrivenWaits, "As cmd/teardown-controller: wake pending wait and delete steps from watches; false polls them every 2 s.")
+	flag.DurationVar(&opts.DiagnoseAfter, "diagnose-after", opts.DiagnoseAfter, "As cmd/teardown-controller: how long a guarded object terminates before it is diagnosed; 0 is off.")
+	flag.DurationVar(&opts.DiagnoseInterval, "diagnose-interval", opts.DiagnoseInterval, "As cmd/teardown-controller: how often one object is diagnosed again at most.")
 	flag.DurationVar(&opts.StatusInterval, "status-interval", opts.StatusInterval, "How often policy status counts are refreshed.")
 	var allowedCIDRs steps.CIDRs
 	flag.Var(&allowedCIDRs, steps.AllowedCIDRsFlag, "As cmd/teardown-controller: destinations webhook steps may call although they are loopback, link-local, metadata or unspecified.")
@@ -46,7 +48,7 @@ func main() {
 	flag.Parse()
 	controller.SetGCPercent(*gcPercent)
 	opts.WebhookAllowedCIDRs = allowedCIDRs
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	ctrl.SetLogger(controller.LazyValues(zap.New(zap.UseFlagOptions(&zapOpts))))
 	if err := run(opts, qps, burst, debugAddress); err != nil {
 		fmt.Fprintln(os.Stderr, "teardown:", err)
 		os.Exit(1)
