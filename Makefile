@@ -198,6 +198,10 @@ bench-cli: control-plane plugin ## Time `kubectl teardown status` against the ku
 bench: control-plane ## Measure Teardown against the API server's raw limit and a kubebuilder-style controller (docs/performance.md; BENCH_ARGS=-quick for a short run).
 	$(GO) run ./bench/cmd/bench $(BENCH_ARGS)
 
+.PHONY: bench-scale
+bench-scale: control-plane ## Measure the controller at scale: 100,000 guarded objects in 1,000 namespaces with a policy each, 20,000 pods, policy growth, a 10,000-object namespace drain (docs/performance.md, Scale; results in _out/bench-scale; SCALE_ARGS for a smaller run). Not part of make test.
+	$(GO) run ./bench/cmd/scale $(SCALE_ARGS)
+
 .PHONY: fuzz
 fuzz: ## Run every Fuzz function of the module for FUZZTIME (default 30s) each, one after another; failing inputs are kept in the package's testdata/fuzz.
 	@failed=; packages=$$($(GO) list -e -f '{{.ImportPath}}:{{.Dir}}' ./...); \

@@ -60,6 +60,10 @@ type Options struct {
 	// APIServerFeatureGates are passed to kube-apiserver's --feature-gates
 	// (e.g. "AllowUnsafeMalformedObjectDeletion=true").
 	APIServerFeatureGates []string
+	// APIServerArgs and EtcdArgs set flags of kube-apiserver and etcd
+	// (name without dashes: value), e.g. max-requests-inflight or
+	// quota-backend-bytes for the scale benchmark (bench/cmd/scale).
+	APIServerArgs, EtcdArgs map[string]string
 }
 
 // LeaderElection returns kube-controller-manager arguments that turn leader
@@ -135,6 +139,15 @@ func Start(opts Options) (_ *Env, retErr error) {
 	}
 	if len(opts.APIServerFeatureGates) > 0 {
 		e.env.ControlPlane.GetAPIServer().Configure().Append("feature-gates", strings.Join(opts.APIServerFeatureGates, ","))
+	}
+	for name, value := range opts.APIServerArgs {
+		e.env.ControlPlane.GetAPIServer().Configure().Set(name, value)
+	}
+	if len(opts.EtcdArgs) > 0 {
+		e.env.ControlPlane.Etcd = &envtest.Etcd{}
+		for name, value := range opts.EtcdArgs {
+			e.env.ControlPlane.Etcd.Configure().Set(name, value)
+		}
 	}
 	if e.Config, err = e.env.Start(); err != nil {
 		return nil, fmt.Errorf("starting etcd and kube-apiserver: %w", err)
