@@ -19,27 +19,23 @@ import (
 // ExplainOptions is `kubectl teardown explain`.
 type ExplainOptions struct {
 	genericiooptions.IOStreams
-	flags *genericclioptions.ConfigFlags
+	targetOptions
 
 	Output *outputFlags
-	Color  string
 	// GCStallAfter is how long the garbage collector may leave a
 	// foregroundDeletion or orphan finalizer with nothing to do, or a
 	// foreground owner's dependents undeleted, before explain reports it
 	// as not progressing.
 	GCStallAfter time.Duration
 
-	args      []string
-	typ, name string
-	cluster   *cluster
-	target    diagnose.Target
+	args []string
 	// Now is the clock; tests pin it.
 	Now func() time.Time
 }
 
 // NewExplainCommand builds `explain`.
 func NewExplainCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &ExplainOptions{IOStreams: streams, flags: flags, Now: time.Now, Output: newOutputFlags(false)}
+	o := &ExplainOptions{IOStreams: streams, targetOptions: targetOptions{clusterOptions: clusterOptions{flags: flags}}, Now: time.Now, Output: newOutputFlags(false)}
 	cmd := &cobra.Command{
 		Use:   "explain TYPE/NAME",
 		Short: "Explain why an object or a namespace is stuck in Terminating",
@@ -55,15 +51,7 @@ TYPE is a resource, a short name, a kind or resource.group, as with kubectl get.
   kubectl teardown explain namespace/shop -o jsonpath='{.rootBlockers[*].cause}'`,
 		Args:              usageArgs(cobra.RangeArgs(1, 2)),
 		ValidArgsFunction: completeTypeName(flags),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(cmd, args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:              runE(o),
 	}
 	o.Output.addFlags(cmd, "a tree", false)
 	cmd.Flags().DurationVar(&o.GCStallAfter, "gc-stall-after", diagnose.DefaultGCStallAfter, "how long the garbage collector may leave a foregroundDeletion or orphan finalizer with nothing to do, or a foreground owner's dependents undeleted, before it is reported as not progressing")
@@ -73,13 +61,7 @@ TYPE is a resource, a short name, a kind or resource.group, as with kubectl get.
 // Complete reads the arguments and builds the clients, without an API call.
 func (o *ExplainOptions) Complete(cmd *cobra.Command, args []string) error {
 	o.args = args
-	o.Color, _ = cmd.Flags().GetString(flagColor)
-	var err error
-	if o.typ, o.name, err = splitTargetArgs(args); err != nil {
-		return err
-	}
-	o.cluster, err = newCluster(o.flags)
-	return err
+	return o.complete(cmd, args)
 }
 
 // Validate checks the flags.
@@ -92,9 +74,6 @@ func (o *ExplainOptions) Validate() error {
 
 // Run explains and prints; it returns errBlocked when a blocker was found.
 func (o *ExplainOptions) Run(ctx context.Context) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	var err error
 	if o.target, err = o.cluster.resolve(o.typ, o.name); err != nil {
 		return err

@@ -32,16 +32,11 @@ const (
 // PlanOptions is `kubectl teardown plan`.
 type PlanOptions struct {
 	genericiooptions.IOStreams
-	flags *genericclioptions.ConfigFlags
+	targetOptions
 
 	Output  *outputFlags
 	Cascade string
-	Color   string
-
-	typ, name string
-	cluster   *cluster
-	target    diagnose.Target
-	Now       func() time.Time
+	Now     func() time.Time
 }
 
 // PlanNode is one object a delete would touch.
@@ -90,7 +85,7 @@ const (
 
 // NewPlanCommand builds `plan`.
 func NewPlanCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &PlanOptions{IOStreams: streams, flags: flags, Now: time.Now, Output: newOutputFlags(false)}
+	o := &PlanOptions{IOStreams: streams, targetOptions: targetOptions{clusterOptions: clusterOptions{flags: flags}}, Now: time.Now, Output: newOutputFlags(false)}
 	cmd := &cobra.Command{
 		Use:   "plan TYPE/NAME",
 		Short: "Show what deleting an object would do, deleting nothing",
@@ -103,15 +98,7 @@ everything in it is deleted (pods first).`,
   kubectl teardown plan configmap/root -n shop --cascade=foreground -o json`,
 		Args:              usageArgs(cobra.RangeArgs(1, 2)),
 		ValidArgsFunction: completeTypeName(flags),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(cmd, args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:              runE(o),
 	}
 	o.Output.addFlags(cmd, "a tree", false)
 	cmd.Flags().StringVar(&o.Cascade, "cascade", cascadeBackground, "propagation policy: background, foreground or orphan")
@@ -120,13 +107,7 @@ everything in it is deleted (pods first).`,
 
 // Complete reads the arguments and builds the clients, without an API call.
 func (o *PlanOptions) Complete(cmd *cobra.Command, args []string) error {
-	o.Color, _ = cmd.Flags().GetString(flagColor)
-	var err error
-	if o.typ, o.name, err = splitTargetArgs(args); err != nil {
-		return err
-	}
-	o.cluster, err = newCluster(o.flags)
-	return err
+	return o.complete(cmd, args)
 }
 
 // Validate checks the flags.
@@ -141,9 +122,6 @@ func (o *PlanOptions) Validate() error {
 
 // Run builds and prints the plan.
 func (o *PlanOptions) Run(ctx context.Context) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	var err error
 	if o.target, err = o.cluster.resolve(o.typ, o.name); err != nil {
 		return err

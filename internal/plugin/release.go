@@ -53,7 +53,7 @@ const (
 // ReleaseOptions is `kubectl teardown release`.
 type ReleaseOptions struct {
 	genericiooptions.IOStreams
-	flags *genericclioptions.ConfigFlags
+	targetOptions
 
 	Finalizer       string
 	Reason          string
@@ -61,12 +61,8 @@ type ReleaseOptions struct {
 	Force           bool
 	AuditLog        string
 	ResourceVersion string
-	Color           string
 
-	typ, name string
-	cluster   *cluster
-	target    diagnose.Target
-	Now       func() time.Time
+	Now func() time.Time
 	// beforeApply runs between the evidence and the write; tests use it to
 	// change the object in that window.
 	beforeApply func()
@@ -80,7 +76,7 @@ func NewReleaseCommand(flags *genericclioptions.ConfigFlags, streams genericioop
 }
 
 func newReleaseOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *ReleaseOptions {
-	o := &ReleaseOptions{IOStreams: streams, flags: flags, Now: time.Now}
+	o := &ReleaseOptions{IOStreams: streams, targetOptions: targetOptions{clusterOptions: clusterOptions{flags: flags}}, Now: time.Now}
 	o.interactive = func() bool {
 		f, ok := o.In.(*os.File)
 		return ok && term.IsTerminal(int(f.Fd()))
@@ -109,15 +105,7 @@ The CRD cleanup finalizer and a namespace's kubernetes token are refused without
   kubectl teardown release namespace/shop --finalizer openshift.io/origin --reason "OpenShift 3 leftover" --yes`,
 		Args:              usageArgs(cobra.RangeArgs(1, 2)),
 		ValidArgsFunction: completeTypeName(o.flags),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(cmd, args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:              runE(o),
 	}
 	cmd.Flags().StringVar(&o.Finalizer, flagFinalizer, "", "the finalizer to remove (required)")
 	cmd.Flags().StringVar(&o.Reason, flagReason, "", "why, for the audit record (required)")
@@ -145,13 +133,7 @@ func defaultAuditLog() string {
 
 // Complete reads the arguments and builds the clients, without an API call.
 func (o *ReleaseOptions) Complete(cmd *cobra.Command, args []string) error {
-	o.Color, _ = cmd.Flags().GetString(flagColor)
-	var err error
-	if o.typ, o.name, err = splitTargetArgs(args); err != nil {
-		return err
-	}
-	o.cluster, err = newCluster(o.flags)
-	return err
+	return o.complete(cmd, args)
 }
 
 // Validate checks the flags.
@@ -186,9 +168,6 @@ type AuditRecord struct {
 
 // Run shows the evidence, dry-runs, and applies on confirmation.
 func (o *ReleaseOptions) Run(ctx context.Context) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	color, err := useColor(o.Color, o.Out)
 	if err != nil {
 		return err

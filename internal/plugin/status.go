@@ -32,7 +32,7 @@ import (
 // StatusOptions is `kubectl teardown status`.
 type StatusOptions struct {
 	genericiooptions.IOStreams
-	flags *genericclioptions.ConfigFlags
+	clusterOptions
 
 	Output *outputFlags
 	// AllNamespaces is -A: every namespace and the cluster-scoped kinds.
@@ -42,7 +42,6 @@ type StatusOptions struct {
 	Watch    bool
 	Interval time.Duration
 	Workers  int
-	Color    string
 	// StuckAfter, when set, makes status exit with ExitBlocked if an
 	// object has been Terminating for longer (pods: past their grace
 	// period).
@@ -51,7 +50,6 @@ type StatusOptions struct {
 	// analysis finds a blocker for a listed object.
 	ExitBlocked bool
 
-	cluster *cluster
 	// namespace is the one namespace listed; "" with -A.
 	namespace string
 	selector  labels.Selector
@@ -98,7 +96,7 @@ func NewStatusCommand(flags *genericclioptions.ConfigFlags, streams genericioopt
 }
 
 func newStatusOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *StatusOptions {
-	return &StatusOptions{IOStreams: streams, flags: flags, Now: time.Now, Output: newOutputFlags(true, outputWide)}
+	return &StatusOptions{IOStreams: streams, clusterOptions: clusterOptions{flags: flags}, Now: time.Now, Output: newOutputFlags(true, outputWide)}
 }
 
 func newStatusCommand(o *StatusOptions) *cobra.Command {
@@ -138,15 +136,7 @@ it has been Terminating.`,
   kubectl teardown status -A --stuck-after 15m || alert "deletions are stuck"
   kubectl teardown status -A --exit-blocked || alert "a deletion is blocked"`,
 		Args: usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(cmd, args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE: runE(o),
 	}
 	o.Output.addFlags(cmd, "a table", true)
 	cmd.Flags().BoolVarP(&o.AllNamespaces, flagAllNamespaces, "A", false, "list every namespace and the cluster-scoped kinds; -n is then ignored")
@@ -161,9 +151,7 @@ it has been Terminating.`,
 
 // Complete builds the clients and picks the namespace, without an API call.
 func (o *StatusOptions) Complete(cmd *cobra.Command, _ []string) error {
-	o.Color, _ = cmd.Flags().GetString(flagColor)
-	var err error
-	if o.cluster, err = newCluster(o.flags); err != nil {
+	if err := o.complete(cmd); err != nil {
 		return err
 	}
 	if !o.AllNamespaces {
@@ -199,9 +187,6 @@ func (o *StatusOptions) Validate() error {
 
 // Run lists, prints, and with --watch repeats.
 func (o *StatusOptions) Run(ctx context.Context) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	color, err := useColor(o.Color, o.ErrOut)
 	if err != nil {
 		return err
