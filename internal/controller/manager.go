@@ -88,6 +88,7 @@ func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, error) {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
 		Cache:                   CacheOptions(),
+		MapperProvider:          newRESTMapper,
 		Logger:                  opts.Logger,
 		Metrics:                 metricsOptions(metricsAddr, opts),
 		HealthProbeBindAddress:  opts.ProbeAddr,

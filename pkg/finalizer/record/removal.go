@@ -121,5 +121,9 @@ func ReleasedDryRun(finalizer, reason string) string {
 
 // escapePointer escapes a JSON Pointer reference token (RFC 6901).
 func escapePointer(s string) string {
-	return strings.NewReplacer("~", "~0", "/", "~1").Replace(s)
+	return pointerEscaper.Replace(s)
 }
+
+// pointerEscaper is built once: a Replacer is safe for concurrent use, and
+// building one per removal patch was 1% of the controller's CPU.
+var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
