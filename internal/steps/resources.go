@@ -69,6 +69,20 @@ func (r *Runner) listOptions(pol *policy.Policy, res teardownv1alpha1.ResourceSe
 	return gvk, opts, nil
 }
 
+// listSelected lists into list the objects of res that a step of pol
+// selects for t: metadata only or whole objects, as list's type asks.
+func (r *Runner) listSelected(ctx context.Context, reader client.Reader, pol *policy.Policy, res teardownv1alpha1.ResourceSelector, t Object, list client.ObjectList) (schema.GroupVersionKind, error) {
+	gvk, opts, err := r.listOptions(pol, res, t)
+	if err != nil {
+		return gvk, err
+	}
+	list.GetObjectKind().SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	if err := reader.List(ctx, list, opts...); err != nil {
+		return gvk, fmt.Errorf("listing %s: %w", gvk.Kind, err)
+	}
+	return gvk, nil
+}
+
 // ScopeError says a TeardownPolicy's step names a cluster-scoped kind.
 type ScopeError struct{ Kind string }
 
@@ -93,14 +107,10 @@ func (r *Runner) delete(ctx context.Context, pol *policy.Policy, key string, i i
 	var waiting outcome // collects what the step waits on
 	readers := audienceOf(t)
 	for _, res := range d.Resources {
-		gvk, opts, err := r.listOptions(pol, res, t)
+		list := &metav1.PartialObjectMetadataList{}
+		gvk, err := r.listSelected(ctx, reader, pol, res, t, list)
 		if err != nil {
 			return watch.finish(transient(err))
-		}
-		list := &metav1.PartialObjectMetadataList{}
-		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		if err := reader.List(ctx, list, opts...); err != nil {
-			return watch.finish(transient(fmt.Errorf("listing %s: %w", gvk.Kind, err)))
 		}
 		for i := range list.Items {
 			obj := &list.Items[i]
@@ -141,14 +151,10 @@ func (r *Runner) wait(ctx context.Context, pol *policy.Policy, key string, i int
 	var objects []any
 	var waiting outcome // collects what the step waits on
 	for _, res := range w.Resources {
-		gvk, opts, err := r.listOptions(pol, res, t)
+		list := &unstructured.UnstructuredList{}
+		gvk, err := r.listSelected(ctx, reader, pol, res, t, list)
 		if err != nil {
 			return watch.finish(transient(err))
-		}
-		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		if err := reader.List(ctx, list, opts...); err != nil {
-			return watch.finish(transient(fmt.Errorf("listing %s: %w", gvk.Kind, err)))
 		}
 		for _, item := range list.Items {
 			objects = append(objects, item.Object)
