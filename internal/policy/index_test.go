@@ -1,0 +1,73 @@
+/*
+Copyright 2026 The Teardown Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package policy
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// manyPolicies is an index of n TeardownPolicies on ConfigMaps, one per
+// namespace, as the scale benchmark has (docs/performance.md, Scale).
+func manyPolicies(n int) *Index {
+	x := NewIndex()
+	for i := range n {
+		ns := fmt.Sprintf("ns-%04d", i)
+		pol := &Policy{Ref: Ref{Kind: KindNamespaced, Namespace: ns, Name: "p"}, UID: types.UID(ns), Key: "x.example.com/" + ns,
+			Targets: []Selector{{GVK: cmKind, Selector: labels.Everything()}}, Deadline: time.Minute}
+		x.Set(&Served{Policy: pol, Keys: []ServedKey{{Key: pol.Key, Kinds: pol.Kinds()}}})
+	}
+	return x
+}
+
+// ForKind is asked once per guarded object reconciled: with 1,000
+// policies, sorting them again each time (two Ref.String() allocations per
+// comparison) cost more than the rest of the reconcile. Its answer is kept
+// until a policy is set or deleted.
+func TestForKindAllocatesNothingOnceAsked(t *testing.T) {
+	x := manyPolicies(1000)
+	if got := len(x.ForKind(cmKind)); got != 1000 {
+		t.Fatalf("ForKind returned %d policies, want 1000", got)
+	}
+	if allocs := testing.AllocsPerRun(100, func() { x.ForKind(cmKind) }); allocs != 0 {
+		t.Errorf("ForKind allocates %v times per call with unchanged policies, want 0", allocs)
+	}
+}
+
+// Negative control of the kept answer: a policy set or deleted shows in
+// the next ForKind, in order.
+func TestForKindSeesSetAndDelete(t *testing.T) {
+	x := manyPolicies(3)
+	refs := func() []string {
+		var out []string
+		for _, s := range x.ForKind(cmKind) {
+			out = append(out, s.Ref.String())
+		}
+		return out
+	}
+	if diff := cmp.Diff([]string{"TeardownPolicy ns-0000/p", "TeardownPolicy ns-0001/p", "TeardownPolicy ns-0002/p"}, refs()); diff != "" {
+		t.Fatalf("ForKind (-want +got):\n%s", diff)
+	}
+	pol := &Policy{Ref: Ref{Kind: KindCluster, Name: "c"}, UID: "c", Key: "x.example.com/c", Targets: []Selector{{GVK: cmKind, Selector: labels.Everything()}}}
+	x.Set(&Served{Policy: pol, Keys: []ServedKey{{Key: pol.Key, Kinds: pol.Kinds()}}})
+	x.Delete(Ref{Kind: KindNamespaced, Namespace: "ns-0001", Name: "p"})
+	if diff := cmp.Diff([]string{"ClusterTeardownPolicy/c", "TeardownPolicy ns-0000/p", "TeardownPolicy ns-0002/p"}, refs()); diff != "" {
+		t.Errorf("ForKind after a Set and a Delete (-want +got):\n%s", diff)
+	}
+}
+
+func BenchmarkForKind1000(b *testing.B) {
+	x := manyPolicies(1000)
+	b.ReportAllocs()
+	for b.Loop() {
+		x.ForKind(cmKind)
+	}
+}
