@@ -6,7 +6,6 @@ SPDX-License-Identifier: Apache-2.0
 package controller_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -64,30 +63,12 @@ func buildExampleReceiver(t *testing.T) string {
 	return receiverBin
 }
 
-// syncBuffer is a log both the process and the test touch.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // exampleReceiver is examples/webhook-receiver running as a process on
 // 127.0.0.1 over TLS.
 type exampleReceiver struct {
 	url, addr, dir string
 	ca             []byte
-	log            *syncBuffer
+	log            *testenv.SyncBuffer
 	cmd            *exec.Cmd
 }
 
@@ -108,7 +89,7 @@ func startExampleReceiver(t *testing.T, secret string) *exampleReceiver {
 		t.Fatal(err)
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	rc := &exampleReceiver{url: "https://" + addr + "/cleanup", addr: addr, dir: dir, ca: certPEM, log: &syncBuffer{}}
+	rc := &exampleReceiver{url: "https://" + addr + "/cleanup", addr: addr, dir: dir, ca: certPEM, log: &testenv.SyncBuffer{}}
 	t.Cleanup(rc.stop)
 	rc.start(t, secret)
 	return rc

@@ -10,7 +10,6 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -148,7 +147,7 @@ func TestStatusWatch(t *testing.T) {
 	stuckConfigMap(t, ns, "soon-gone")
 	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Second)
 	defer cancel()
-	var out syncBuffer
+	var out testenv.SyncBuffer
 	flags := kubeFlags(t)
 	nsFlag := ns
 	flags.Namespace = &nsFlag
@@ -174,24 +173,6 @@ func TestStatusWatch(t *testing.T) {
 	if !strings.Contains(got, "soon-gone") || !strings.HasSuffix(strings.TrimSpace(got), "Nothing is terminating in namespace "+ns+".") || strings.Count(got, "KIND") < 2 {
 		t.Errorf("status --watch output:\n%s", got)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // status --stuck-after exits with ExitBlocked once something has been

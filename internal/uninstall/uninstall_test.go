@@ -6,7 +6,6 @@ SPDX-License-Identifier: Apache-2.0
 package uninstall_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"encoding/pem"
@@ -15,7 +14,6 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -55,24 +53,6 @@ func TestMain(m *testing.M) {
 	})
 }
 
-// syncBuffer is a bytes.Buffer safe to read while Run writes to it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestUninstall runs `teardown-controller uninstall` against a real control
 // plane: first with no controller running, where it must time out naming
 // the policies left and the docs, then with the controller and guarded
@@ -97,7 +77,7 @@ func TestUninstall(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		var stdout, stderr syncBuffer
+		var stdout, stderr testenv.SyncBuffer
 		start := time.Now()
 		code := uninstall.Main([]string{"--kubeconfig", env.Kubeconfig, "--timeout", "3s"}, &stdout, &stderr)
 		t.Logf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
@@ -192,7 +172,7 @@ func TestUninstall(t *testing.T) {
 		}
 		testenv.Eventually(t, 20*time.Second, "the cleanup webhook called", func(context.Context) (bool, error) { return calls.Load() > 0, nil })
 
-		var stdout syncBuffer
+		var stdout testenv.SyncBuffer
 		result := make(chan error, 1)
 		go func() {
 			result <- uninstall.RunConfig(context.Background(), cfg, uninstall.Options{
@@ -253,7 +233,7 @@ func TestUninstall(t *testing.T) {
 			}
 		}
 		// A second run finds nothing to do.
-		var again syncBuffer
+		var again testenv.SyncBuffer
 		if err := uninstall.RunConfig(t.Context(), cfg, uninstall.Options{Timeout: 5 * time.Second, Out: &again}); err != nil {
 			t.Fatalf("second run: %v", err)
 		}
