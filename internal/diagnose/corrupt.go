@@ -42,6 +42,44 @@ var storageReadMarkers = []string{
 	"object not decodable",
 	"unable to decode an event from the watch stream",
 	"from the storage", // "failed to read one or more configmaps from the storage"
+	// Without the feature gate, the transformers' own words
+	// (apiserver/pkg/storage/value): an object encrypted with a key
+	// kube-apiserver no longer has, or damaged ciphertext.
+	"identity transformer tried to read encrypted data",
+	"no matching prefix found",
+	"failed to decrypt",
+	"invalid padding on input",
+	"cipher: message authentication failed",
+	"the stored data was shorter than the required size",
+	"the stored data is not a multiple of the block size",
+}
+
+// ownStorageFailure says whether err, a failed GET of t, is kube-apiserver
+// failing to read the object from its own storage without saying so: a
+// decoder's error (without the AllowUnsafeMalformedObjectDeletion gate the
+// etcd3 store returns it as is: "illegal base64 data at input byte 0",
+// "json: cannot unmarshal ...") is an internal error (500) about an object
+// served from kube-apiserver's own storage: a built-in resource or a CRD
+// converted without a webhook, not an aggregated API. etcd being
+// unavailable or slow is not the object's fault, and is left out.
+func (e *Explainer) ownStorageFailure(ctx context.Context, t Target, err error, crd crdInfo, isCRD bool) bool {
+	var se *apierrors.StatusError
+	if !errors.As(err, &se) || se.ErrStatus.Code != 500 {
+		return false
+	}
+	if isCRD && crd.Strategy == "Webhook" {
+		return false
+	}
+	if _, aggregated := e.apiServiceOf(ctx, t.GVR.GroupVersion()); aggregated {
+		return false
+	}
+	msg := strings.ToLower(se.ErrStatus.Message)
+	for _, m := range []string{"etcdserver", "context deadline exceeded", "timeout", "connection refused", "too many requests", "conversion webhook"} {
+		if strings.Contains(msg, m) {
+			return false
+		}
+	}
+	return true
 }
 
 // storageReadFailure says whether msg is kube-apiserver failing to read

@@ -38,6 +38,9 @@ func TestCorruptKeys(t *testing.T) {
 		{"get", fmt.Errorf("getting configmaps shop/ledger: %w", get), []unreadable{{Key: "/configmaps/shop/ledger", Why: corruptGet}}, true},
 		{"without the gate", errors.New(`Internal error occurred: unable to transform key "/registry/secrets/shop/db": no matching prefix found`),
 			[]unreadable{{Key: "/secrets/shop/db", Why: `Internal error occurred: unable to transform key "/registry/secrets/shop/db": no matching prefix found`}}, true},
+		// A GET without the gate: the transformer's words, no key (issue 17).
+		{"encrypted with a lost key", errors.New(`Internal error occurred: identity transformer tried to read encrypted data`), nil, true},
+		{"damaged ciphertext", errors.New(`Internal error occurred: cipher: message authentication failed`), nil, true},
 		{"webhook", errors.New(`Internal error occurred: failed calling webhook "v.example.com": connection refused`), nil, false},
 		{"nil", nil, nil, false},
 	} {

@@ -38,14 +38,17 @@ SPDX-License-Identifier: Apache-2.0
 //     deleted), vanished.go (an absent target: its Events and namespace),
 //     corrupt.go (F1, objects kube-apiserver cannot read from storage),
 //     unreadable.go (F3, any other failed read: the CRD's conversion or
-//     the APIService, per version, never the end of the report).
+//     the APIService, per version, never the end of the report),
+//     platforms.go (a finalizer of a platform of which nothing is
+//     installed here: Crossplane, cert-manager, Rancher, the AWS
+//     controllers...).
 //   - report.go and render.go: the Report (the JSON schema of docs/cli.md)
 //     and its human rendering, both pure.
 //   - summary.go: status's one-line blockers.
 //
 // docs/diagnose.md says how to add a cause.
 //
-// Why one package of about 7,000 lines: the catalog is one vocabulary of
+// Why one package of about 8,300 lines: the catalog is one vocabulary of
 // causes, and each family's file holds its entries beside their checks, so
 // that adding a cause touches one file; the families share Cluster's
 // per-run reads and the Explainer's walk, and splitting them into packages

@@ -208,6 +208,8 @@ func (e *Explainer) finalizerFinding(ctx context.Context, gvr schema.GroupVersio
 	} else {
 		e.ownedFinalizer(ctx, &fd, sub)
 	}
+	// A platform of which nothing is installed (platforms.go).
+	e.platformAbsent(ctx, &fd, sub)
 	// What the owner says about the object comes before any guess.
 	e.ownerSays(ctx, &fd, sub)
 	// A live owner: what it waits on, from the cluster (waiting.go).

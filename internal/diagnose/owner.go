@@ -60,6 +60,9 @@ func (e *Explainer) ownerFinding(ctx context.Context, fd *Finding, s subject) {
 			fd.Message = fmt.Sprintf("%s owns %q and %s%s", owner.Component, fd.Finalizer, ownerState(owner), progress)
 			fd.FixOwner = "operator or application owner"
 			generic := fmt.Sprintf("reinstall or restart %s and let it finalize; release only when it is provably gone and its external cleanup is done or accepted as leaked", owner.Component)
+			if scaledToZero(owner) {
+				generic = fmt.Sprintf("scale %s back up (kubectl scale -n %s %s/%s --replicas=1) and let it finalize; do not release: it is installed, and its cleanup would be skipped", owner.Workload, owner.Workload.Namespace, strings.ToLower(owner.Workload.Kind), owner.Workload.Name)
+			}
 			if installedButUnhealthy(owner) {
 				generic = fmt.Sprintf("reinstall or restart %s so that %s becomes ready (its pods' status and events say why it is not), and let it finalize; do not release: it is installed, and its cleanup would be skipped", owner.Component, owner.Workload)
 			}

@@ -62,6 +62,16 @@ func (e *Explainer) ownerSays(ctx context.Context, fd *Finding, s subject) {
 	}
 	words := fmt.Sprintf("the owner says: %s%s", said, ago(e.now, said.At))
 	switch fd.Cause {
+	case CauseOwnerLacksRBAC:
+		if o.State != OwnerAlive {
+			fd.Message = words + "; " + fd.Message
+			break
+		}
+		// A running owner that reports a failure against its target (a
+		// cloud account, a cluster, a bucket) is stopped by that first: the
+		// missing right stays, beside it, as a later root blocker.
+		fd.Children = append(fd.Children, rbacBeside(*fd))
+		fallthrough
 	case CauseCleanupInProgress, CauseOwnerUnknown, "":
 		fd.Cause, fd.Catalog, fd.Severity = CauseOwnerReportsFailure, "B2", SeverityBlocker
 		state := "is running"
@@ -81,6 +91,18 @@ func (e *Explainer) ownerSays(ctx context.Context, fd *Finding, s subject) {
 	default:
 		fd.Message = words + "; " + fd.Message
 	}
+}
+
+// rbacBeside is fd's OwnerLacksRBAC finding moved beside the failure its
+// owner reports, as ownerRBAC words it when a check found a cause of its
+// own.
+func rbacBeside(fd Finding) Finding {
+	msg := fd.Message
+	if _, denial, ok := strings.Cut(fd.Message, "but cannot remove it: "); ok {
+		msg = fmt.Sprintf("%s is running, but even once what it reports is fixed it cannot remove %q: %s", orUnknown(fd.Owner.Component), fd.Finalizer, denial)
+	}
+	return Finding{Cause: CauseOwnerLacksRBAC, Catalog: "B4", Severity: SeverityBlocker, Object: fd.Object, Finalizer: fd.Finalizer, Owner: fd.Owner,
+		Message: msg, FixOwner: fd.FixOwner, Remedy: fd.Remedy, Leaks: fd.Leaks}
 }
 
 // ago renders " (3m ago)", or nothing for an unknown time.
@@ -175,7 +197,7 @@ func failingCondition(u *unstructured.Unstructured) (statement, bool) {
 func conditionFails(typ, status, reason, msg string) bool {
 	t, r, m := strings.ToLower(typ), strings.ToLower(reason), strings.ToLower(msg)
 	failure := func(s string) bool {
-		for _, w := range []string{"error", "fail", "denied", "forbidden", "unable", "cannot", "invalid"} {
+		for _, w := range failureWords {
 			if strings.Contains(s, w) {
 				return true
 			}
@@ -192,6 +214,13 @@ func conditionFails(typ, status, reason, msg string) bool {
 	}
 	return false
 }
+
+// failureWords, in a condition's reason or message, say that the owner
+// failed against something, often outside the cluster: "AccessDenied",
+// "cluster prod-eu unreachable", "dial tcp ...: i/o timeout",
+// "connection refused", "token expired".
+var failureWords = []string{"error", "fail", "denied", "forbidden", "unable", "cannot", "invalid",
+	"unreachable", "not reachable", "timeout", "timed out", "refused", "unauthorized", "expired", "no such host"}
 
 // ownerEvent is the newest Warning Event about obj from its owner: from a
 // component named like the owner (its catalog workloads, its workload, the

@@ -32,6 +32,11 @@ func TestConditionFails(t *testing.T) {
 		{"Ready", "False", "", "unable to reach the backend", true},
 		{"Ready", "True", "Available", "", false},
 		{"ComparisonError", "", "", "x", false},
+		// An external target the owner cannot reach (issue 17).
+		{"Ready", "False", "Deleting", "cluster workload-2 unreachable: dial tcp 10.0.4.17:6443: i/o timeout", true},
+		{"Ready", "False", "ClusterNotReachable", "cluster is not reachable", true},
+		{"Synced", "False", "ReconcileError", "cannot delete bucket: AccessDenied", true},
+		{"Ready", "False", "Progressing", "waiting for the cluster to be deleted", false},
 	} {
 		if got := conditionFails(tc.typ, tc.status, tc.reason, tc.msg); got != tc.want {
 			t.Errorf("conditionFails(%q, %q, %q, %q) = %v, want %v", tc.typ, tc.status, tc.reason, tc.msg, got, tc.want)
@@ -118,5 +123,21 @@ func TestNameMatches(t *testing.T) {
 		if got := nameMatches(tc.from, tc.names); got != tc.want {
 			t.Errorf("nameMatches(%q, %v) = %v, want %v", tc.from, tc.names, got, tc.want)
 		}
+	}
+}
+
+// TestRBACBeside: a running owner's missing right, found before the owner's
+// own words, moves beside the failure it reports, worded as a later root.
+func TestRBACBeside(t *testing.T) {
+	ref := &ObjectRef{Kind: "Bucket", Namespace: "shop", Name: "invoices"}
+	owner := &Owner{Component: "provider-aws-s3", State: OwnerAlive}
+	fd := Finding{Cause: CauseOwnerLacksRBAC, Catalog: "B4", Severity: SeverityBlocker, Object: ref, Finalizer: "finalizer.managedresource.crossplane.io", Owner: owner,
+		Message:  `provider-aws-s3 owns "finalizer.managedresource.crossplane.io" and is running, but cannot remove it: its ServiceAccount x/y may not patch or update buckets shop/invoices (SubjectAccessReview: patch denied)`,
+		FixOwner: "operator packaging (its RBAC); cluster admin", Remedy: "grant it", Leaks: "the bucket"}
+	want := Finding{Cause: CauseOwnerLacksRBAC, Catalog: "B4", Severity: SeverityBlocker, Object: ref, Finalizer: fd.Finalizer, Owner: owner,
+		Message:  `provider-aws-s3 is running, but even once what it reports is fixed it cannot remove "finalizer.managedresource.crossplane.io": its ServiceAccount x/y may not patch or update buckets shop/invoices (SubjectAccessReview: patch denied)`,
+		FixOwner: fd.FixOwner, Remedy: "grant it", Leaks: "the bucket"}
+	if diff := cmp.Diff(want, rbacBeside(fd)); diff != "" {
+		t.Errorf("rbacBeside (-want +got):\n%s", diff)
 	}
 }

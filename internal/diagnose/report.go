@@ -170,14 +170,16 @@ func WalkFindings(fs []Finding, fn func(f *Finding)) {
 }
 
 // MarkRoots flags blocker findings that have no blocker below them, and
-// returns them (without children) in tree order.
+// returns them (without children) in tree order. A running owner's missing
+// right to remove the same finalizer (ownerRBAC, rbacBeside) sits beside
+// its finding, not below it: it never hides the cause the finding names.
 func MarkRoots(fs []Finding) []Finding {
 	var roots []Finding
 	var visit func(f *Finding) bool
 	visit = func(f *Finding) bool {
 		childBlocks := false
 		for i := range f.Children {
-			if visit(&f.Children[i]) {
+			if visit(&f.Children[i]) && !besideParent(f, &f.Children[i]) {
 				childBlocks = true
 			}
 		}
@@ -196,6 +198,13 @@ func MarkRoots(fs []Finding) []Finding {
 		visit(&fs[i])
 	}
 	return roots
+}
+
+// besideParent says whether child is its parent's owner's missing right to
+// remove the same finalizer of the same object.
+func besideParent(parent, child *Finding) bool {
+	return child.Cause == CauseOwnerLacksRBAC && child.Finalizer == parent.Finalizer && child.Finalizer != "" &&
+		child.Object != nil && parent.Object != nil && child.Object.UID == parent.Object.UID && child.Object.Name == parent.Object.Name
 }
 
 // sortFindings orders findings by severity, then cause, then object.

@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/teardown-dev/teardown/internal/cleantext"
 )
 
 // An object that cannot be read through the API (issue 20, family 3): a
@@ -225,6 +227,10 @@ func (e *Explainer) readBlocker(ctx context.Context, t Target, err error, crd cr
 		e.storedVersionNotServed(&f, crd, invalidGroupVersion.FindStringSubmatch(msg)[1], msg)
 	case isCRD && crd.Strategy == "Webhook" && strings.Contains(msg, "conversion webhook"):
 		e.conversionFailing(ctx, &f, crd, msg)
+	case e.ownStorageFailure(ctx, t, err, crd, isCRD):
+		// F1 in the decoder's words (corrupt.go): no key, as the API
+		// server names none without the feature gate.
+		return corruptFinding(ref, t.GVR, "", cleantext.Clean(msg, maxSaid))
 	default:
 		if s, ok := e.apiServiceOf(ctx, t.GVR.GroupVersion()); ok {
 			if af, unavailable := e.apiServiceFinding(ctx, s, ""); unavailable {

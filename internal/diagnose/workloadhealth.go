@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/teardown-dev/teardown/internal/cleantext"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -30,6 +31,9 @@ func (e *Explainer) unhealthy(ctx context.Context, w workload) string {
 	s := fmt.Sprintf("%s%s at %d of %d ready", unhealthyPrefix, w.Ref, w.Ready, w.Desired)
 	if why := e.podsWhy(ctx, w); why != "" {
 		s += " (" + why + ")"
+	}
+	if w.Health != "" {
+		s += "; its status says " + w.Health
 	}
 	return s
 }
@@ -50,6 +54,41 @@ func ownerState(o *Owner) string {
 // ready replica.
 func installedButUnhealthy(o *Owner) bool {
 	return o.Workload != nil && strings.HasPrefix(ownerState(o), "is "+unhealthyPrefix)
+}
+
+// scaledToZero says whether the owner's workload exists with no replica
+// wanted.
+func scaledToZero(o *Owner) bool {
+	return o.Workload != nil && strings.HasPrefix(ownerState(o), "is installed but scaled to 0")
+}
+
+// deploymentHealth is what a Deployment's conditions say against it, as
+// the deployment controller writes them: Available=False
+// (MinimumReplicasUnavailable), Progressing=False
+// (ProgressDeadlineExceeded), ReplicaFailure=True (FailedCreate: a quota,
+// an admission webhook refusing its pods).
+func deploymentHealth(conds []appsv1.DeploymentCondition) string {
+	var out []string
+	for _, c := range conds {
+		bad := (c.Type == appsv1.DeploymentAvailable || c.Type == appsv1.DeploymentProgressing) && c.Status == corev1.ConditionFalse ||
+			c.Type == appsv1.DeploymentReplicaFailure && c.Status == corev1.ConditionTrue
+		if !bad {
+			continue
+		}
+		s := fmt.Sprintf("%s=%s", c.Type, c.Status)
+		detail := cleantext.Clean(c.Reason, 64)
+		if m := cleantext.Clean(c.Message, 160); m != "" {
+			if detail != "" {
+				detail += ": "
+			}
+			detail += m
+		}
+		if detail != "" {
+			s += " (" + detail + ")"
+		}
+		out = append(out, s)
+	}
+	return strings.Join(out, ", ")
 }
 
 // podsWhy summarizes why a workload's pods are not ready, most common

@@ -8,6 +8,8 @@ package diagnose
 import (
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -73,6 +75,29 @@ func TestOwnedByWorkload(t *testing.T) {
 	} {
 		if got := ownedByWorkload(tc.p, tc.w); got != tc.want {
 			t.Errorf("%s: ownedByWorkload = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestDeploymentHealth(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		conds []appsv1.DeploymentCondition
+		want  string
+	}{
+		{"available", []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable"}}, ""},
+		{"no minimum availability", []appsv1.DeploymentCondition{
+			{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionFalse, Reason: "MinimumReplicasUnavailable", Message: "Deployment does not have minimum availability."},
+			{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable"}},
+			"Available=False (MinimumReplicasUnavailable: Deployment does not have minimum availability.)"},
+		{"pods refused", []appsv1.DeploymentCondition{
+			{Type: appsv1.DeploymentReplicaFailure, Status: corev1.ConditionTrue, Reason: "FailedCreate", Message: "pods \"op-1\" is forbidden: exceeded quota\n\u202e"},
+			{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded"}},
+			`ReplicaFailure=True (FailedCreate: pods "op-1" is forbidden: exceeded quota), Progressing=False (ProgressDeadlineExceeded)`},
+		{"none", nil, ""},
+	} {
+		if diff := cmp.Diff(tc.want, deploymentHealth(tc.conds)); diff != "" {
+			t.Errorf("%s: deploymentHealth (-want +got):\n%s", tc.name, diff)
 		}
 	}
 }

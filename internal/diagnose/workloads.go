@@ -24,6 +24,10 @@ type workload struct {
 	Deleting bool
 	// ServiceAccount its pods run as ("default" when unset).
 	ServiceAccount string
+	// Health is what the workload's own status conditions say when they
+	// report it unhealthy ("Available=False (MinimumReplicasUnavailable:
+	// ...)"), cleaned; "" otherwise.
+	Health string
 	// Containers are the names and image names (no registry, no tag) of
 	// its pod template's containers: CSI sidecars run inside a driver's
 	// controller, named after the driver.
@@ -175,7 +179,7 @@ func (c *Cluster) workloadList(ctx context.Context) []workload {
 			for _, d := range l.Items {
 				c.workloads = append(c.workloads, workload{Ref: ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Resource: "deployments", Namespace: d.Namespace, Name: d.Name},
 					Labels: d.Labels, Ready: d.Status.AvailableReplicas, Desired: replicas(d.Spec.Replicas), Deleting: d.DeletionTimestamp != nil,
-					ServiceAccount: serviceAccountOf(&d.Spec.Template.Spec), Containers: containersOf(&d.Spec.Template.Spec)})
+					ServiceAccount: serviceAccountOf(&d.Spec.Template.Spec), Containers: containersOf(&d.Spec.Template.Spec), Health: deploymentHealth(d.Status.Conditions)})
 			}
 		}
 		if l, err := apps.StatefulSets("").List(ctx, metav1.ListOptions{}); err == nil {

@@ -24,6 +24,7 @@ var (
 	restConfig *rest.Config
 	cs         kubernetes.Interface
 	dyn        dynamic.Interface
+	env        *testenv.Env
 )
 
 // TestMain starts a control plane whose kube-controller-manager runs the
@@ -32,7 +33,7 @@ var (
 // operator, or one at 0 ready replicas), as no pod of it ever runs here.
 func TestMain(m *testing.M) {
 	plugintest.Main(m, testenv.Options{Controllers: []string{"garbagecollector", "namespace"}}, func(e *testenv.Env) {
-		kubeconfig, restConfig = e.Kubeconfig, e.Config
+		env, kubeconfig, restConfig = e, e.Kubeconfig, e.Config
 		cs = kubernetes.NewForConfigOrDie(e.Config)
 		dyn = dynamic.NewForConfigOrDie(e.Config)
 	})

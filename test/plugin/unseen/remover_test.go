@@ -6,7 +6,11 @@ SPDX-License-Identifier: Apache-2.0
 package unseen
 
 import (
+	"context"
 	"testing"
+
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/teardown-dev/teardown/internal/plugin/plugintest"
 )
@@ -62,7 +66,12 @@ func TestRemoverNotTheProductsOtherController(t *testing.T) {
 func TestRemoverEmbeddedInServerProcess(t *testing.T) {
 	needCluster(t)
 	const group, fin = "helm.cattle.io", "wrangler.cattle.io/on-helm-chart-remove"
-	newCRD(t, group, "HelmChart", "helmcharts", "v1alpha1")
+	crd := newCRD(t, group, "HelmChart", "helmcharts", "v1alpha1")
+	// Rancher's group goes at the end (after the object's finalizer):
+	// TestPlatformAbsent needs a cluster where nothing of it is installed.
+	t.Cleanup(func() {
+		_ = apiextensionsclient.NewForConfigOrDie(restConfig).ApiextensionsV1().CustomResourceDefinitions().Delete(context.Background(), crd.Name, metav1.DeleteOptions{})
+	})
 	ns := plugintest.NewNamespace(t, cs, "kube-charts")
 	stuckObject(t, group, "HelmChart", "helmcharts", ns, "csi-s3", "k3s", fin)
 
