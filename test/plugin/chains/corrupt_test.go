@@ -6,12 +6,7 @@ SPDX-License-Identifier: Apache-2.0
 package chains
 
 import (
-	"bytes"
 	"context"
-	"encoding/base64"
-	"encoding/json"
-	"io"
-	"net/http"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -31,36 +26,10 @@ import (
 )
 
 // corruptInEtcd overwrites the stored bytes of an object with garbage, as
-// a lost encryption key or a damaged write leaves it: kube-apiserver can
-// no longer decode it. It writes through etcd's gRPC gateway (JSON over
-// HTTP, on by default on the client URL) rather than with etcd's Go client,
-// which would make the module require go.etcd.io/etcd/client/v3, and so
-// raise the grpc and otel versions of everyone who imports pkg/finalizer.
+// a damaged write leaves it: kube-apiserver can no longer decode it.
 func corruptInEtcd(t *testing.T, key string) {
 	t.Helper()
-	body, err := json.Marshal(map[string]string{
-		"key":   base64.StdEncoding.EncodeToString([]byte(key)),
-		"value": base64.StdEncoding.EncodeToString([]byte("\x00garbage: not an object\xff")),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(env.EtcdEndpoint(), "/")+"/v3/kv/put", bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("writing %s to etcd: %v", key, err)
-	}
-	defer resp.Body.Close()
-	answer, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("writing %s to etcd: %s: %s", key, resp.Status, answer)
-	}
+	plugintest.PutInEtcd(t, env.EtcdEndpoint(), key, plugintest.Undecodable)
 }
 
 // Family 6: an object kube-apiserver cannot decode. explain on it and on
@@ -144,6 +113,41 @@ func checkCorruptFinding(t *testing.T, f *diagnose.Finding, ns string) {
 		}
 	}
 	for _, want := range []string{"kubectl delete --raw '/api/v1/namespaces/" + ns + "/configmaps/accounts?ignoreStoreReadErrorWithClusterBreakingPotential=true'", "AllowUnsafeMalformedObjectDeletion", "unsafe-delete-ignore-read-errors", "encryption"} {
+		if !strings.Contains(f.Remedy, want) {
+			t.Errorf("remedy %q lacks %q", f.Remedy, want)
+		}
+	}
+	if !strings.Contains(f.Leaks, "skips finalizers") {
+		t.Errorf("leaks %q", f.Leaks)
+	}
+}
+
+// Issue 17, family 3's second shape, with the gate: a Secret encrypted with
+// a key kube-apiserver no longer has (its encryption configuration lost or
+// rotated without the old key). The API server calls it corrupt too; explain
+// names it, with the key to put back first and the unsafe delete's risk.
+func TestExplainCorruptEncryptedSecret(t *testing.T) {
+	needCluster(t)
+	ctx := t.Context()
+	ns := plugintest.NewNamespace(t, cs, "vault")
+	if _, err := cs.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "db-password"}, StringData: map[string]string{"password": "hunter2"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	plugintest.PutInEtcd(t, env.EtcdEndpoint(), "/registry/secrets/"+ns+"/db-password", plugintest.EncryptedWithLostKey)
+	t.Cleanup(func() {
+		_ = cs.CoreV1().Secrets(ns).Delete(context.Background(), "db-password", metav1.DeleteOptions{IgnoreStoreReadErrorWithClusterBreakingPotential: ptr.To(true)})
+	})
+	rep := explain(t, plugin.ExitBlocked, "secret/db-password", "-n", ns)
+	f := plugintest.Root(rep, diagnose.CauseCorruptObject, "db-password")
+	if !rep.Unreadable || f == nil || f.Catalog != "F1" || len(rep.RootBlockers) != 1 {
+		t.Fatalf("no F1 root blocker:\n%s", plugintest.Dump(rep))
+	}
+	for _, want := range []string{"kube-apiserver cannot read Secret " + ns + "/db-password from storage", "identity transformer tried to read encrypted data"} {
+		if !strings.Contains(f.Message, want) {
+			t.Errorf("message %q lacks %q", f.Message, want)
+		}
+	}
+	for _, want := range []string{"encryption-provider-config", "ignoreStoreReadErrorWithClusterBreakingPotential=true", "unsafe-delete-ignore-read-errors"} {
 		if !strings.Contains(f.Remedy, want) {
 			t.Errorf("remedy %q lacks %q", f.Remedy, want)
 		}
