@@ -62,7 +62,7 @@ func TestFocusedCPU(t *testing.T) {
 func TestMarkdown(t *testing.T) {
 	r := &Results{
 		Started: time.Date(2026, 11, 27, 2, 0, 0, 0, time.UTC), Duration: "20m0s", Machine: "2 CPUs",
-		Size:      Size{Namespaces: 1000, ObjectsPerNs: 100, BigNsObjects: 10000, Pods: 20000, Policies: 1000, ClusterPolicies: 1, Guarded: 111000},
+		Size:      Size{Namespaces: 1000, ObjectsPerNs: 100, BigNsObjects: 10000, Pods: 20000, Policies: 1001, ClusterPolicies: 1, Guarded: 111000},
 		Tuning:    []string{"etcd --quota-backend-bytes=8589934592"},
 		Create:    &Phase{Objects: 131000, Seconds: 262},
 		ColdStart: &ColdStart{Phase: Phase{Objects: 111000, Seconds: 300}, CPUSeconds: 250, RSS: 300 << 20, HeapInuse: 111 << 20, PeakRSS: 400 << 20},

@@ -28,6 +28,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -88,7 +89,15 @@ func main() {
 	flag.DurationVar(&o.attachTimeout, "attach-timeout", 30*time.Minute, "How long the cold start may take to attach everything.")
 	flag.StringVar(&args, "controller-args", "", "Comma-separated extra flags of the controller (--target-workers=32).")
 	flag.StringVar(&o.out, "out", "_out/bench-scale", "Folder for results.md, results.json, logs and profiles.")
+	render := flag.Bool("render", false, "Only write <out>/results.md again from <out>/results.json, and run nothing.")
 	flag.Parse()
+	if *render {
+		if err := rerender(o.out); err != nil {
+			fmt.Fprintln(os.Stderr, "scale:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	for _, f := range strings.Split(growth, ",") {
 		if f = strings.TrimSpace(f); f == "" {
 			continue
@@ -197,6 +206,7 @@ func run(o options) error {
 	}
 	defer func() {
 		s.res.Duration = time.Since(started).Round(time.Second).String()
+		s.res.Machine += ", load " + loadAverage() + " at the end"
 		if err := s.write(); err != nil {
 			logf("writing the results: %v", err)
 		}
@@ -222,8 +232,28 @@ func machine() string {
 			}
 		}
 	}
-	if data, err := os.ReadFile("/proc/loadavg"); err == nil {
-		desc += ", load " + strings.Fields(string(data))[0] + " at start"
+	return desc + ", " + runtime.Version() + ", load " + loadAverage() + " at the start"
+}
+
+// loadAverage is the one-minute load average: the machine is shared.
+func loadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil || len(strings.Fields(string(data))) == 0 {
+		return "unknown"
 	}
-	return desc + ", " + runtime.Version()
+	return strings.Fields(string(data))[0]
+}
+
+// rerender writes results.md from results.json, for a run whose table
+// layout changed since.
+func rerender(out string) error {
+	data, err := os.ReadFile(filepath.Join(out, "results.json"))
+	if err != nil {
+		return err
+	}
+	s := &scaler{out: out, res: &scale.Results{}}
+	if err := json.Unmarshal(data, s.res); err != nil {
+		return fmt.Errorf("reading results.json: %w", err)
+	}
+	return s.write()
 }
