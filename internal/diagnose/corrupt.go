@@ -61,20 +61,25 @@ var storageReadMarkers = []string{
 // "json: cannot unmarshal ...") is an internal error (500) about an object
 // served from kube-apiserver's own storage: a built-in resource or a CRD
 // converted without a webhook, not an aggregated API. etcd being
-// unavailable or slow is not the object's fault, and is left out.
+// unavailable or slow, or a webhook (conversion, authorization) failing, is
+// not the object's fault, and is left out.
 func (e *Explainer) ownStorageFailure(ctx context.Context, t Target, err error, crd crdInfo, isCRD bool) bool {
+	if !internalReadError(err) || (isCRD && crd.Strategy == "Webhook") {
+		return false
+	}
+	_, aggregated := e.apiServiceOf(ctx, t.GVR.GroupVersion())
+	return !aggregated
+}
+
+// internalReadError says whether err is an internal error (500) that is
+// neither etcd's availability nor a webhook's.
+func internalReadError(err error) bool {
 	var se *apierrors.StatusError
 	if !errors.As(err, &se) || se.ErrStatus.Code != 500 {
 		return false
 	}
-	if isCRD && crd.Strategy == "Webhook" {
-		return false
-	}
-	if _, aggregated := e.apiServiceOf(ctx, t.GVR.GroupVersion()); aggregated {
-		return false
-	}
 	msg := strings.ToLower(se.ErrStatus.Message)
-	for _, m := range []string{"etcdserver", "context deadline exceeded", "timeout", "connection refused", "too many requests", "conversion webhook"} {
+	for _, m := range []string{"etcdserver", "context deadline exceeded", "timeout", "connection refused", "too many requests", "webhook", "authoriz"} {
 		if strings.Contains(msg, m) {
 			return false
 		}

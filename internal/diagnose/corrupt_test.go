@@ -101,3 +101,25 @@ func FuzzCorruptKeys(f *testing.F) {
 		}
 	})
 }
+
+func TestInternalReadError(t *testing.T) {
+	status := func(code int32, msg string) error {
+		return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: code, Message: msg}}
+	}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"the decoder's words", fmt.Errorf("getting configmaps: %w", status(500, "illegal base64 data at input byte 0")), true},
+		{"etcd unavailable", status(500, "etcdserver: request timed out"), false},
+		{"a deadline", status(500, "context deadline exceeded"), false},
+		{"an authorization webhook", status(500, "Internal error occurred: authorization webhook: connection refused"), false},
+		{"not found", status(404, `configmaps "x" not found`), false},
+		{"not a status", errors.New("illegal base64 data at input byte 0"), false},
+	} {
+		if got := internalReadError(tc.err); got != tc.want {
+			t.Errorf("%s: internalReadError = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
