@@ -46,15 +46,17 @@ var platforms = []platform{
 		Leaks: "the external resources Crossplane and its providers manage (cloud buckets, databases, networks) stay, unmanaged and billed"},
 	{Name: "cert-manager", Domain: "cert-manager.io", Workloads: []string{"cert-manager"},
 		Leaks: "ACME challenge records (DNS TXT records, HTTP solvers) cert-manager would have removed"},
-	{Name: "Rancher", Domain: "cattle.io", Workloads: []string{"rancher", "cattle-cluster-agent", "fleet-controller", "fleet-agent", "rancher-webhook"},
+	{Name: "Rancher (or its Fleet, or the helm-controller of k3s and RKE2)", Domain: "cattle.io", Workloads: []string{"rancher", "cattle-cluster-agent", "fleet-controller", "fleet-agent", "rancher-webhook"},
 		Leaks:   "what Rancher set up for the object (role bindings, project and cluster records, downstream agents); rancher-cleanup removes them",
 		Cleanup: "run rancher-cleanup (github.com/rancher/rancher-cleanup), which removes Rancher's finalizers and what it set up"},
 	{Name: "the AWS controllers (AWS Load Balancer Controller, ACK, Karpenter on AWS)", Domain: "k8s.aws", Workloads: []string{"aws-load-balancer-controller", "karpenter", "ack-"},
 		Leaks: "the AWS resources they created for the object (load balancers, target groups, security group rules, EC2 instances)"},
-	{Name: "Cluster API", Domain: "x-k8s.io", Workloads: []string{"capi-controller-manager"},
+	// Not all of x-k8s.io: Kueue, JobSet, the Gateway API's experimental
+	// channel are SIG projects of their own.
+	{Name: "Cluster API", Domain: "cluster.x-k8s.io", Workloads: []string{"capi-controller-manager"},
 		Leaks: "cloud machines and networks of the cluster"},
-	{Name: "Argo CD", Domain: "argoproj.io", Workloads: []string{"argocd-application-controller", "argocd-server"},
-		Leaks: "the application's resources in its destination cluster"},
+	{Name: "Argo (CD, Workflows, Rollouts, Events)", Domain: "argoproj.io", Workloads: []string{"argocd-application-controller", "argocd-server", "workflow-controller", "argo-rollouts"},
+		Leaks: "what the Argo controller cleans up for the object (an application's resources in its destination cluster, a workflow's artifacts)"},
 	{Name: "Flux", Domain: "fluxcd.io", Workloads: []string{"kustomize-controller", "helm-controller", "source-controller", "notification-controller"},
 		Leaks: "resources Flux applied (with prune) and its artifacts"},
 	{Name: "Config Connector", Domain: "cnrm.cloud.google.com", Workloads: []string{"cnrm-controller-manager"},
@@ -167,7 +169,11 @@ func (e *Explainer) platformAbsent(ctx context.Context, fd *Finding, s subject) 
 	if o != nil {
 		evidence = append(o.Evidence, absent)
 	}
-	fd.Owner = &Owner{Component: p.Name, Source: SourceCatalog, Manager: manager, State: OwnerMissing, Confidence: ConfidenceCertain, Evidence: evidence}
+	component := p.Name
+	if o != nil && o.Source == SourceCatalog && o.Component != "" {
+		component = o.Component // the catalog's, more precise (Rancher)
+	}
+	fd.Owner = &Owner{Component: component, Source: SourceCatalog, Manager: manager, State: OwnerMissing, Confidence: ConfidenceCertain, Evidence: evidence}
 	fd.Cause, fd.Severity = CausePlatformAbsent, SeverityBlocker
 	if fd.Catalog == "" || strings.HasPrefix(fd.Catalog, "B") {
 		// A more specific row (A9: a finalizer on the Namespace object)
