@@ -159,7 +159,7 @@ func (e *Explainer) platformAbsent(ctx context.Context, fd *Finding, s subject) 
 	}
 	if found := e.platformInstalled(ctx, p); found != "" {
 		if o != nil {
-			o.Evidence = append(o.Evidence, fmt.Sprintf("%s is installed here (%s), so its controller is missing, not the platform", p.Name, found))
+			o.Evidence = append(o.Evidence, fmt.Sprintf("%s is installed here (%s): only the controller that removes this finalizer was not found", p.Name, found))
 		}
 		return
 	}
