@@ -8,6 +8,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -87,10 +88,11 @@ func (c *controllerProc) stop() {
 	defer c.log.Close()
 	_ = c.cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-c.done:
+	case err := <-c.done:
+		_ = err // told to stop: how it exits says nothing
 	case <-time.After(15 * time.Second):
 		_ = c.cmd.Process.Kill()
-		<-c.done
+		<-c.done //nolint:errcheck // killed: how it exits says nothing
 	}
 }
 
@@ -177,11 +179,11 @@ func (c *controllerProc) focusedCPU(ctx context.Context, window time.Duration, f
 	}
 	out, err := exec.CommandContext(ctx, goTool(), "tool", "pprof", "-top", "-nodecount=100000", "-focus="+focus, path).CombinedOutput()
 	focused, total, perr := scale.FocusedCPU(string(out))
-	if perr == scale.ErrNoSamples {
+	if errors.Is(perr, scale.ErrNoSamples) {
 		return 0, 0, nil
 	}
 	if perr != nil {
-		return 0, 0, fmt.Errorf("go tool pprof on %s: %v: %w", path, err, perr)
+		return 0, 0, fmt.Errorf("go tool pprof on %s: %w", path, errors.Join(err, perr))
 	}
 	return focused, total, nil
 }
