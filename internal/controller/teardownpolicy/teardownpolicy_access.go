@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
@@ -52,6 +53,12 @@ type access struct {
 // admission rules change rarely, and each check is a few API calls.
 const clusterCheckTTL = 5 * time.Minute
 
+// clusterCheckJitter spreads the passed checks' expiry over up to 20% more
+// than clusterCheckTTL: policies first checked together (a controller
+// start) would otherwise be asked again together, every 5 minutes, in one
+// burst of reviews (docs/performance.md, "Scale": 3,910 at 1,002 policies).
+const clusterCheckJitter = 0.2
+
 // failedCheckTTL is how long a failed check is trusted: the missing right
 // is often granted moments later (a GitOps sync applies RBAC and policies
 // in no set order), and the policy should be served as soon as it is.
@@ -60,6 +67,8 @@ const failedCheckTTL = 5 * time.Second
 type clusterCheck struct {
 	generation int64
 	at         time.Time
+	// ttl is how long this answer is trusted (checkTTL).
+	ttl time.Duration
 	// failed is the Ready condition when a check failed; nil when all
 	// passed.
 	failed *metav1.Condition
@@ -77,17 +86,13 @@ func (r *Reconciler) checkCluster(ctx context.Context, pol *policy.Policy, needs
 	r.mu.Lock()
 	cached, found := r.checks[pol.UID]
 	r.mu.Unlock()
-	ttl := clusterCheckTTL
-	if cached.failed != nil {
-		ttl = failedCheckTTL
-	}
-	if !found || cached.generation != pol.Generation || time.Since(cached.at) >= ttl {
+	if !found || cached.generation != pol.Generation || time.Since(cached.at) >= cached.ttl {
 		failed, denied, err := r.firstFailedCheck(ctx, pol, needs)
 		if err != nil {
 			// Not cached: the next reconcile asks again.
 			return notReady(teardownv1alpha1.ForbiddenReason, "checking the policy against the cluster: %s", err), false, false
 		}
-		cached = clusterCheck{generation: pol.Generation, at: time.Now(), failed: failed, identityDenied: denied}
+		cached = clusterCheck{generation: pol.Generation, at: time.Now(), ttl: checkTTL(failed != nil), failed: failed, identityDenied: denied}
 		r.mu.Lock()
 		if r.checks == nil {
 			r.checks = map[types.UID]clusterCheck{}
@@ -99,6 +104,15 @@ func (r *Reconciler) checkCluster(ctx context.Context, pol *policy.Policy, needs
 		return *cached.failed, false, cached.identityDenied
 	}
 	return metav1.Condition{}, true, false
+}
+
+// checkTTL is how long a check's answer is trusted: failedCheckTTL when it
+// failed, clusterCheckTTL plus up to clusterCheckJitter of it when it passed.
+func checkTTL(failed bool) time.Duration {
+	if failed {
+		return failedCheckTTL
+	}
+	return wait.Jitter(clusterCheckTTL, clusterCheckJitter)
 }
 
 func (r *Reconciler) firstFailedCheck(ctx context.Context, pol *policy.Policy, needs []access) (*metav1.Condition, bool, error) {
