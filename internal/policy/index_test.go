@@ -71,3 +71,44 @@ func BenchmarkForKind1000(b *testing.B) {
 		x.ForKind(cmKind)
 	}
 }
+
+// Every policy's periodic refresh puts it in force again with the same
+// kinds: the kept answer follows (the new version in the old one's place)
+// without sorting every policy again, and a slice a caller holds is left
+// as it was. A policy whose kinds change leaves and joins the right answers.
+func TestForKindFollowsARefreshWithoutRebuilding(t *testing.T) {
+	x := manyPolicies(1000)
+	before := x.ForKind(cmKind)
+	old := before[1]
+	// A refresh and the next ForKind: one copy of the answer, not a
+	// sort of 1,000 policies (thousands of allocations).
+	if allocs := testing.AllocsPerRun(100, func() {
+		x.Set(&Served{Policy: old.Policy, Keys: old.Keys})
+		x.ForKind(cmKind)
+	}); allocs > 5 {
+		t.Errorf("a refresh and ForKind allocate %v times, want a handful (the answer was rebuilt)", allocs)
+	}
+	refreshed := &Served{Policy: old.Policy, Keys: old.Keys}
+	x.Set(refreshed)
+	after := x.ForKind(cmKind)
+	if after[1] != refreshed || len(after) != 1000 {
+		t.Errorf("after a refresh ForKind()[1] is %p (of %d), want the refreshed version %p", after[1], len(after), refreshed)
+	}
+	if before[1] != old {
+		t.Error("a refresh changed a slice ForKind had returned")
+	}
+
+	secretKind := cmKind
+	secretKind.Kind = "Secret"
+	if got := len(x.ForKind(secretKind)); got != 0 {
+		t.Fatalf("ForKind(Secret) = %d policies, want 0", got)
+	}
+	moved := &Policy{Ref: old.Ref, UID: old.UID, Key: old.Key, Targets: []Selector{{GVK: secretKind, Selector: labels.Everything()}}}
+	x.Set(&Served{Policy: moved, Keys: []ServedKey{{Key: moved.Key, Kinds: moved.Kinds()}}})
+	if got := len(x.ForKind(cmKind)); got != 999 {
+		t.Errorf("ForKind(ConfigMap) after a policy moved to Secrets = %d, want 999", got)
+	}
+	if got := x.ForKind(secretKind); len(got) != 1 || got[0].Ref != old.Ref {
+		t.Errorf("ForKind(Secret) after a policy moved to Secrets = %v, want it", got)
+	}
+}
