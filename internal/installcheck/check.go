@@ -33,6 +33,9 @@ import (
 
 // The names the chart and config/default install under. They are fixed (one
 // release per cluster; charts/teardown/templates/_helpers.tpl says why).
+// LeaseName and InUseWebhookConfig spell controller.LeaderElectionID and
+// admit.InUseConfiguration, which this package may not import (a layer
+// above it): TestCheckNamesTheControllersObjects holds them together.
 const (
 	DefaultNamespace     = "teardown-system"
 	LeaseName            = "teardown-controller.teardown.dev"
