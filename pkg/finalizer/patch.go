@@ -102,8 +102,12 @@ func attachedOps(obj client.Object, names []string, by string) []jsonPatchOp {
 
 // escapePointer escapes a JSON Pointer reference token (RFC 6901).
 func escapePointer(s string) string {
-	return strings.NewReplacer("~", "~0", "/", "~1").Replace(s)
+	return pointerEscaper.Replace(s)
 }
+
+// pointerEscaper is built once (a Replacer is safe for concurrent use), not
+// per attach patch.
+var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
 
 // uidTest pins the patch to this incarnation of the object: one deleted and
 // recreated under the same name is another object.

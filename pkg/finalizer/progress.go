@@ -112,3 +112,12 @@ func progressPatch(p Progress) ([]byte, error) {
 		},
 	})
 }
+
+// ShareAttached rewrites obj's attached records bound to it into one value
+// per attacher, which AttachedBy reads as bound and nobody can forge: for a
+// cache transform (toolscache.TransformFunc), so that objects a controller
+// attached its keys to can share their annotation maps. Never for an object
+// that is written back.
+func ShareAttached(obj metav1.Object) {
+	record.ShareAttached(obj)
+}

@@ -261,6 +261,21 @@ func (b *bench) profile(ctx context.Context, c *child, scenario string, n int) f
 		}
 		errs <- err
 	}()
+	// The heap profile's allocation counts are cumulative: one taken before
+	// the phase and one after give the phase's allocations with
+	// `go tool pprof -sample_index=alloc_space -base before after`.
+	allocs := func(when string) {
+		if c == nil {
+			return
+		}
+		path := filepath.Join(dir, fmt.Sprintf("%s-%d-r%d.allocs-%s.pprof", scenario, n, b.round, when))
+		if data, err := c.get(ctx, "/debug/pprof/allocs"); err != nil {
+			b.logf("  allocation profile: %v", err)
+		} else if err := os.WriteFile(path, data, 0o644); err != nil {
+			b.logf("  allocation profile: %v", err)
+		}
+	}
+	allocs("before")
 	if c != nil {
 		started++
 		go func() {
@@ -273,6 +288,7 @@ func (b *bench) profile(ctx context.Context, c *child, scenario string, n int) f
 				b.logf("  CPU profile: %v", err)
 			}
 		}
+		allocs("after")
 	}
 }
 

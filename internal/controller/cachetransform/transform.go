@@ -17,6 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+
+	"github.com/teardown-dev/teardown/pkg/finalizer/record"
 )
 
 // New returns the transform of every object the manager's cache holds:
@@ -84,8 +86,14 @@ func (s *sharedMetadata) reset() {
 // decision reads and webhook requests leave out (steps.dropAnnotation). Every
 // other field is kept as it is, including whether the annotations are absent
 // or empty: the attach patch tests that.
+//
+// Attached records bound to the object hold its UID, which would give every
+// guarded object an annotation map of its own: record.ShareAttached puts one
+// value per policy in their place, which the controller's readers of the
+// record (record.AttachedBy) read as bound and nobody can forge.
 func (s *sharedMetadata) compact(obj *metav1.PartialObjectMetadata) {
 	delete(obj.Annotations, corev1.LastAppliedConfigAnnotation)
+	record.ShareAttached(obj)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.strings)+len(s.maps)+len(s.lists) > s.limit {

@@ -8,6 +8,7 @@ package cachetransform
 import (
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 	"unsafe"
@@ -17,6 +18,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+
+	"github.com/teardown-dev/teardown/pkg/finalizer/record"
 )
 
 const lastApplied = corev1.LastAppliedConfigAnnotation
@@ -161,28 +164,94 @@ func TestCacheTransformShares(t *testing.T) {
 	}
 }
 
+// TestCacheTransformSharesBoundRecords: the attached records of objects
+// guarded by one policy hold each object's UID, yet the objects share one
+// annotation map, and each still reads as bound to itself; a forgery of
+// the shared value's text shares nothing and proves nothing.
+func TestCacheTransformSharesBoundRecords(t *testing.T) {
+	const key = "shop.teardown.dev/dns"
+	transform := New()
+	read := func(i int, value func(uid string) string) *metav1.PartialObjectMetadata {
+		uid := fmt.Sprintf("0b5c6f0e-1111-4a2b-9c3d-%012d", i)
+		out, err := transform(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
+			Name: fmt.Sprintf("cm-%d", i), Namespace: "shop", UID: types.UID(uid),
+			Annotations: map[string]string{record.AttachedAnnotation(key): value(uid), "team.example.com/owner": "payments"},
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.(*metav1.PartialObjectMetadata)
+	}
+	bound := func(uid string) string { return uid + "/policy-uid-a" }
+	a, b := read(1, bound), read(2, bound)
+	forged := read(3, func(string) string { return "<bound>/policy-uid-a" })
+	same := func(x, y map[string]string) bool {
+		return reflect.ValueOf(x).UnsafePointer() == reflect.ValueOf(y).UnsafePointer()
+	}
+	if !same(a.Annotations, b.Annotations) {
+		t.Error("two objects attached by one policy do not share their annotation map")
+	}
+	if same(a.Annotations, forged.Annotations) {
+		t.Error("an object with a forged record shares the map of objects with bound ones")
+	}
+	for _, c := range []struct {
+		obj       *metav1.PartialObjectMetadata
+		wantBound bool
+	}{{a, true}, {b, true}, {forged, false}} {
+		by, ok := record.AttachedBy(c.obj.DeepCopy(), key)
+		if ok != c.wantBound || (ok && by != "policy-uid-a") {
+			t.Errorf("%s: AttachedBy = %q, %v; want bound %v", c.obj.Name, by, ok, c.wantBound)
+		}
+	}
+}
+
 // FuzzCacheTransform: whatever labels, annotations and finalizers objects
 // carry (anyone who can write an object chooses them), the transform gives
 // back equal ones, less kubectl's last-applied-configuration, also when
-// their hashes collide and the table starts afresh.
+// their hashes collide and the table starts afresh; an attached record may
+// change its value (record.ShareAttached) but reads as it did.
 func FuzzCacheTransform(f *testing.F) {
-	f.Add("app", "web", "team.example.com/owner", "payments", "shop.teardown.dev/dns", true)
-	f.Add("", "", lastApplied, "{}", "", false)
-	f.Fuzz(func(t *testing.T, k, v, annotation, value, fin string, applied bool) {
+	f.Add("app", "web", "team.example.com/owner", "payments", "shop.teardown.dev/dns", true, false)
+	f.Add("", "", lastApplied, "{}", "", false, false)
+	f.Add("app", "web", record.AttachedAnnotation("shop.teardown.dev/dns"), "policy", "shop.teardown.dev/dns", false, true)
+	f.Add("app", "web", record.AttachedAnnotation("shop.teardown.dev/dns"), "<bound>/policy", "shop.teardown.dev/dns", false, false)
+	f.Fuzz(func(t *testing.T, k, v, annotation, value, fin string, applied, bound bool) {
 		shared := newSharedMetadata(4)
 		for i := range 6 {
+			uid := fmt.Sprintf("uid-%d", i)
+			val := value
+			if bound {
+				val = uid + "/" + value
+			}
 			obj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
-				Name: fmt.Sprint(i), Namespace: k,
+				Name: fmt.Sprint(i), Namespace: k, UID: types.UID(uid),
 				Labels:      map[string]string{k: v, "i": fmt.Sprint(i % 2)},
-				Annotations: map[string]string{annotation: value},
+				Annotations: map[string]string{annotation: val},
 				Finalizers:  []string{fin, fin + fmt.Sprint(i%3)},
 			}}
 			if applied {
-				obj.Annotations[lastApplied] = value
+				obj.Annotations[lastApplied] = val
 			}
+			// Strings of their own, as decoded: none is a shared record's value.
 			want := obj.DeepCopy()
+			want.Annotations = map[string]string{}
+			for k, v := range obj.Annotations {
+				want.Annotations[strings.Clone(k)] = strings.Clone(v)
+			}
 			delete(want.Annotations, lastApplied)
+			wantBy, wantBound := record.AttachedBy(want, fin)
 			shared.compact(obj)
+			if by, ok := record.AttachedBy(obj, fin); by != wantBy || ok != wantBound {
+				t.Fatalf("object %d: AttachedBy after the transform = %q, %v; before %q, %v", i, by, ok, wantBy, wantBound)
+			}
+			if record.MarkedAttached(obj, fin) != record.MarkedAttached(want, fin) {
+				t.Fatalf("object %d: MarkedAttached changed", i)
+			}
+			for k := range want.Annotations {
+				if strings.HasPrefix(k, record.AttachedAnnotationPrefix) {
+					want.Annotations[k] = obj.Annotations[k]
+				}
+			}
 			if diff := cmp.Diff(want, obj); diff != "" {
 				t.Fatalf("object %d after the transform (-want +got):\n%s", i, diff)
 			}

@@ -97,7 +97,7 @@ const maxAttachedValue = 128
 
 // AttachedAnnotation returns the attached annotation's key for finalizer.
 func AttachedAnnotation(finalizer string) string {
-	return AttachedAnnotationPrefix + annotationName(finalizer)
+	return annotationNames.of(finalizer).attached
 }
 
 // Attached reports whether obj carries an attached record for finalizer
@@ -112,19 +112,18 @@ func Attached(obj metav1.Object, finalizer string) bool {
 // AttachedBy returns who attached finalizer to obj, from an attached
 // record bound to obj ("" when the record names no one), and whether there
 // is such a record.
+//
+// A record a cache shared (ShareAttached) is read as bound: it was bound
+// to this object when the cache received it.
 func AttachedBy(obj metav1.Object, finalizer string) (string, bool) {
 	v, ok := obj.GetAnnotations()[AttachedAnnotation(finalizer)]
-	uid := string(obj.GetUID())
-	if !ok || uid == "" || len(v) > maxAttachedValue {
+	if !ok {
 		return "", false
 	}
-	if v == uid {
-		return "", true
-	}
-	if by, bound := strings.CutPrefix(v, uid+"/"); bound {
+	if by, shared := sharedAttached.is(v); shared {
 		return by, true
 	}
-	return "", false
+	return boundBy(v, string(obj.GetUID()))
 }
 
 // MarkedAttached reports whether obj carries an attached record for
@@ -139,7 +138,7 @@ func MarkedAttached(obj metav1.Object, finalizer string) bool {
 // is the finalizer with "/" as "_", or a hash when that is longer than an
 // annotation name may be.
 func ProgressAnnotation(finalizer string) string {
-	return ProgressAnnotationPrefix + annotationName(finalizer)
+	return annotationNames.of(finalizer).progress
 }
 
 // annotationName turns a finalizer into an annotation's name part.
