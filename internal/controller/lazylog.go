@@ -33,14 +33,22 @@ func LazyValues(l logr.Logger) logr.Logger {
 	if cd, ok := sink.(logr.CallDepthLogSink); ok {
 		sink = cd.WithCallDepth(1)
 	}
-	return logr.New(&lazySink{base: sink})
+	return logr.New(&lazySink{root: sink})
 }
 
-// lazySink is a LogSink whose values since base are kept, not encoded,
-// until a line is logged.
+// lazySink is a LogSink whose values and call depth since its root are
+// kept, not applied, until a line is logged: a chain of them, one per
+// WithValues or WithCallDepth, each holding only what it was given.
+// controller-runtime's delegating logger follows every WithValues with a
+// WithCallDepth(-1), which zap answers with a copy of its logger; kept here,
+// that costs nothing either unless a line is logged.
 type lazySink struct {
-	base   logr.LogSink
+	root   logr.LogSink // the sink the chain started from
+	parent *lazySink    // nil at the root
+	// values are the caller's own slice: WithValues' arguments are not
+	// changed after the call (logr's callers pass them as literals).
 	values []any
+	depth  int
 
 	once sync.Once
 	full logr.LogSink
@@ -48,11 +56,12 @@ type lazySink struct {
 
 var _ logr.CallDepthLogSink = (*lazySink)(nil)
 
-// Init does nothing: base was initialised when it was made, and adding our
+// Init does nothing: root was initialised when it was made, and adding our
 // frame is LazyValues' job.
 func (s *lazySink) Init(logr.RuntimeInfo) {}
 
-func (s *lazySink) Enabled(level int) bool { return s.base.Enabled(level) }
+// Enabled asks the root: values and call depth do not change what is enabled.
+func (s *lazySink) Enabled(level int) bool { return s.root.Enabled(level) }
 
 func (s *lazySink) Info(level int, msg string, keysAndValues ...any) {
 	s.sink().Info(level, msg, keysAndValues...)
@@ -63,28 +72,32 @@ func (s *lazySink) Error(err error, msg string, keysAndValues ...any) {
 }
 
 func (s *lazySink) WithValues(keysAndValues ...any) logr.LogSink {
-	// The full slice expression makes append copy: loggers made from one
-	// parent never share an array.
-	return &lazySink{base: s.base, values: append(s.values[:len(s.values):len(s.values)], keysAndValues...)}
+	return &lazySink{root: s.root, parent: s, values: keysAndValues}
 }
 
 func (s *lazySink) WithName(name string) logr.LogSink {
-	return &lazySink{base: s.sink().WithName(name)}
+	return &lazySink{root: s.sink().WithName(name)}
 }
 
 func (s *lazySink) WithCallDepth(depth int) logr.LogSink {
-	cd, ok := s.base.(logr.CallDepthLogSink)
-	if !ok {
-		return s
-	}
-	return &lazySink{base: cd.WithCallDepth(depth), values: s.values}
+	return &lazySink{root: s.root, parent: s, depth: depth}
 }
 
-// sink is base with the values, encoded once.
+// sink is the root with the chain's values and call depths applied, once
+// per link.
 func (s *lazySink) sink() logr.LogSink {
-	if len(s.values) == 0 {
-		return s.base
+	if s.parent == nil {
+		return s.root
 	}
-	s.once.Do(func() { s.full = s.base.WithValues(s.values...) })
+	s.once.Do(func() {
+		full := s.parent.sink()
+		if len(s.values) > 0 {
+			full = full.WithValues(s.values...)
+		}
+		if cd, ok := full.(logr.CallDepthLogSink); ok && s.depth != 0 {
+			full = cd.WithCallDepth(s.depth)
+		}
+		s.full = full
+	})
 	return s.full
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
+	"go.uber.org/zap"
 	"k8s.io/klog/v2"
 	ctrlzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
 )
@@ -35,10 +36,17 @@ func TestLazyValuesLogsTheSameLines(t *testing.T) {
 		named := parent.WithName("runner").WithValues("after", "name")
 		named.Info("named")
 		named.Error(errors.New("boom"), "failed", "why", "test")
+		// As controller-runtime's delegating logger does after every
+		// WithValues, and as logging helpers do: the caller is the same.
+		deep := named.WithCallDepth(1).WithValues("deep", 1).WithCallDepth(-1)
+		deep.Info("call depth")
+		helper := func(l logr.Logger) { l.WithCallDepth(1).Info("from a helper") }
+		helper(a)
 	}
 	run := func(wrap func(logr.Logger) logr.Logger) []string {
 		var buf bytes.Buffer
-		write(wrap(ctrlzap.New(ctrlzap.WriteTo(&buf), ctrlzap.UseDevMode(true))))
+		// With the caller, so that a call depth lost or doubled shows.
+		write(wrap(ctrlzap.New(ctrlzap.WriteTo(&buf), ctrlzap.UseDevMode(true), ctrlzap.RawZapOpts(zap.AddCaller()))))
 		var lines []string
 		for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
 			// The first field is the time.
