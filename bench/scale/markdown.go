@@ -47,6 +47,11 @@ func Markdown(w io.Writer, r *Results) {
 	}
 	if a := r.Attach; a != nil {
 		row("attach latency p50 / p99 / max under creation load", fmt.Sprintf("%s / %s / %s", ms(a.P50), ms(a.P99), ms(a.Max)), fmt.Sprintf("%s objects created at %.0f/s into a cluster of %s guarded objects; attached by %s", num(a.Objects), a.Rate, num(s.Guarded), a.Via))
+		latencyParts(row, a)
+	}
+	if a := r.AttachPaced; a != nil {
+		row("attach latency p50 / p99 / max, paced", fmt.Sprintf("%s / %s / %s", ms(a.P50), ms(a.P99), ms(a.Max)), fmt.Sprintf("%s objects created at %.1f/s, one at a time, into the same cluster", num(a.Objects), a.Rate))
+		latencyParts(row, a)
 	}
 	if d := r.Drain; d != nil {
 		row("namespace deletion drain", secs(d.Seconds), fmt.Sprintf("%s guarded ConfigMaps in the namespace, %s more guarded elsewhere", num(d.Objects), num(s.Guarded-d.Objects)))
@@ -67,6 +72,21 @@ func Markdown(w io.Writer, r *Results) {
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "- %s\n", n)
+	}
+}
+
+// latencyParts writes a row per part of a latency and one of its queue.
+func latencyParts(row func(measure, value, load string), a *Latency) {
+	for _, p := range a.Parts {
+		row("&nbsp;&nbsp;of which "+p.Name, fmt.Sprintf("%s / %s / %s", ms(p.P50), ms(p.P99), ms(p.Max)), "each part's own percentiles")
+	}
+	if q := a.Queue; q != nil {
+		row("&nbsp;&nbsp;controller's attach queue", fmt.Sprintf("mean wait %s, mean reconcile %s", ms(q.MeanWait()), ms(q.MeanReconcile())),
+			fmt.Sprintf("%s adds, %s reconciles, depth at most %.0f (%d samples)", num(int(q.Adds)), num(int(q.Reconciles)), q.MaxDepth, q.Samples))
+	}
+	if t := a.Server; t != nil {
+		row("&nbsp;&nbsp;API server, ConfigMap create / PATCH", fmt.Sprintf("mean %s / %s", ms(t.MeanCreate()), ms(t.MeanPatch())),
+			fmt.Sprintf("%s creates, %s PATCHes (apiserver_request_duration_seconds)", num(int(t.Creates)), num(int(t.Patches))))
 	}
 }
 

@@ -34,7 +34,10 @@ type Results struct {
 	Status    *PassCost    `json:"statusPass,omitempty"`
 	Diagnosis *PassCost    `json:"diagnosisPass,omitempty"`
 	Attach    *Latency     `json:"attachUnderLoad,omitempty"`
-	Drain     *Drain       `json:"namespaceDrain,omitempty"`
+	// AttachPaced is the same latency for objects created a few a second:
+	// what one object waits when nothing queues.
+	AttachPaced *Latency `json:"attachPaced,omitempty"`
+	Drain       *Drain   `json:"namespaceDrain,omitempty"`
 	// Failed lists the phases that did not finish, with why.
 	Failed []string `json:"failed,omitempty"`
 	Notes  []string `json:"notes,omitempty"`
@@ -111,7 +114,79 @@ type Latency struct {
 	P99     float64 `json:"p99"`
 	Max     float64 `json:"max"`
 	Via     string  `json:"via"` // what attached: the controller's watch or the webhook
+	// Parts splits each object's latency where the benchmark can see it,
+	// each part's percentiles taken on its own.
+	Parts []Part `json:"parts,omitempty"`
+	// Queue is the controller's attach queue over the same objects.
+	Queue *Queue `json:"queue,omitempty"`
+	// Server is what the API server says it took to serve the creates and
+	// the controller's PATCHes of ConfigMaps over the same time
+	// (apiserver_request_duration_seconds).
+	Server *ServerTimes `json:"server,omitempty"`
 }
+
+// ServerTimes are request counts and the sums of their durations, as the
+// API server measured them.
+type ServerTimes struct {
+	Creates       float64 `json:"creates"`
+	CreateSeconds float64 `json:"createSeconds"`
+	Patches       float64 `json:"patches"`
+	PatchSeconds  float64 `json:"patchSeconds"`
+}
+
+// MeanCreate is the mean time the API server took to serve a create.
+func (t ServerTimes) MeanCreate() float64 { return ratio(t.CreateSeconds, t.Creates) }
+
+// MeanPatch is the mean time the API server took to serve a PATCH.
+func (t ServerTimes) MeanPatch() float64 { return ratio(t.PatchSeconds, t.Patches) }
+
+// Sub returns t less before.
+func (t ServerTimes) Sub(before ServerTimes) ServerTimes {
+	return ServerTimes{Creates: t.Creates - before.Creates, CreateSeconds: t.CreateSeconds - before.CreateSeconds,
+		Patches: t.Patches - before.Patches, PatchSeconds: t.PatchSeconds - before.PatchSeconds}
+}
+
+// Part is one stretch of the objects' latencies.
+type Part struct {
+	Name string  `json:"name"`
+	P50  float64 `json:"p50"`
+	P99  float64 `json:"p99"`
+	Max  float64 `json:"max"`
+}
+
+// PartOf returns the percentiles of values as the part name.
+func PartOf(name string, values []float64) Part {
+	return Part{Name: name, P50: Percentile(values, 50), P99: Percentile(values, 99), Max: Percentile(values, 100)}
+}
+
+// Queue is what the controller's workqueue metrics (its "target-attach"
+// controller) say over a phase: deltas of its counters and histograms, and
+// the depth sampled through it.
+type Queue struct {
+	Adds             float64 `json:"adds"`
+	Gets             float64 `json:"gets"` // items handed to a worker: the wait histogram's count
+	Reconciles       float64 `json:"reconciles"`
+	WaitSeconds      float64 `json:"waitSeconds"`      // sum of workqueue_queue_duration_seconds
+	ReconcileSeconds float64 `json:"reconcileSeconds"` // sum of controller_runtime_reconcile_time_seconds
+	MaxDepth         float64 `json:"maxDepth"`
+	Samples          int     `json:"depthSamples"`
+}
+
+// Sub returns q's counters less before's (MaxDepth and Samples are q's).
+func (q Queue) Sub(before Queue) Queue {
+	q.Adds -= before.Adds
+	q.Gets -= before.Gets
+	q.Reconciles -= before.Reconciles
+	q.WaitSeconds -= before.WaitSeconds
+	q.ReconcileSeconds -= before.ReconcileSeconds
+	return q
+}
+
+// MeanWait is the mean time an item waited in the queue.
+func (q Queue) MeanWait() float64 { return ratio(q.WaitSeconds, q.Gets) }
+
+// MeanReconcile is the mean wall time of one reconcile.
+func (q Queue) MeanReconcile() float64 { return ratio(q.ReconcileSeconds, q.Reconciles) }
 
 // Drain is one namespace of guarded objects deleted.
 type Drain struct {

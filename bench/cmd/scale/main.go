@@ -54,7 +54,9 @@ import (
 type options struct {
 	namespaces, objectsPerNs, bigNsObjects, pods int
 	growth                                       []int
-	attachObjects                                int
+	attachObjects, pacedObjects                  int
+	pace                                         time.Duration
+	attachOnly                                   bool
 	driverWorkers                                int
 	statusInterval, diagnoseAfter                time.Duration
 	diagnoseInterval                             time.Duration
@@ -82,6 +84,9 @@ func main() {
 	flag.IntVar(&o.pods, "pods", 20000, "Pods (never scheduled) running as the namespaces' guarded ServiceAccounts, for the unused step's index.")
 	flag.StringVar(&growth, "growth", "100,300,1000", "Policies in the cluster after each batch of the growth phase; the last must not exceed -namespaces.")
 	flag.IntVar(&o.attachObjects, "attach-objects", 2000, "ConfigMaps created at full rate for the attach latency.")
+	flag.IntVar(&o.pacedObjects, "paced-objects", 20, "ConfigMaps created one at a time, -pace apart, for the attach latency with nothing queued.")
+	flag.BoolVar(&o.attachOnly, "attach-only", false, "After the cold start, measure the attach latency only (no status pass, drain nor diagnosis).")
+	flag.DurationVar(&o.pace, "pace", 250*time.Millisecond, "Time between the paced ConfigMaps' creates.")
 	flag.IntVar(&o.driverWorkers, "driver-workers", 32, "Goroutines that create and delete the objects.")
 	flag.DurationVar(&o.statusInterval, "status-interval", 15*time.Second, "The controller's --status-interval; the status pass is profiled over 3 of them.")
 	flag.DurationVar(&o.diagnoseAfter, "diagnose-after", 10*time.Second, "The controller's --diagnose-after.")

@@ -195,12 +195,15 @@ func parallel(ctx context.Context, workers, n int, fn func(ctx context.Context, 
 }
 
 // tracker watches one resource cluster-wide (metadata only, the label
-// scale=value) and records when each object first carried a finalizer and
-// when it was gone. The benchmark creates objects with none, so any
-// finalizer is a key the controller attached.
+// scale=value) and records when each object was first seen on the watch,
+// when it first carried a finalizer and when it was gone. The benchmark
+// creates objects with none, so any finalizer is a key the controller
+// attached; the first sight is the API server's delivery of the creation
+// to a watch, which the controller's own watch waits for too.
 type tracker struct {
 	cancel   context.CancelFunc
 	mu       sync.Mutex
+	seen     map[string]time.Time
 	attached map[string]time.Time
 	gone     map[string]time.Time
 }
@@ -222,7 +225,7 @@ func (s *scaler) track(ctx context.Context, gvr schema.GroupVersionResource, val
 		cancel()
 		return nil, fmt.Errorf("watching %s: %w", gvr.Resource, err)
 	}
-	t := &tracker{cancel: cancel, attached: map[string]time.Time{}, gone: map[string]time.Time{}}
+	t := &tracker{cancel: cancel, seen: map[string]time.Time{}, attached: map[string]time.Time{}, gone: map[string]time.Time{}}
 	go func() {
 		defer rw.Stop()
 		for {
@@ -239,6 +242,9 @@ func (s *scaler) track(ctx context.Context, gvr schema.GroupVersionResource, val
 				}
 				now, key := time.Now(), obj.Namespace+"/"+obj.Name
 				t.mu.Lock()
+				if _, ok := t.seen[key]; !ok {
+					t.seen[key] = now
+				}
 				switch ev.Type {
 				case watch.Added, watch.Modified:
 					if _, seen := t.attached[key]; !seen && len(obj.Finalizers) > 0 {
@@ -275,11 +281,13 @@ func (t *tracker) last() time.Time {
 	return last
 }
 
-func (t *tracker) attachedAt(key string) (time.Time, bool) {
+// attachedAt returns when key was first seen on the watch and when first
+// with a finalizer; ok is false until both.
+func (t *tracker) attachedAt(key string) (seen, attached time.Time, ok bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	at, ok := t.attached[key]
-	return at, ok
+	attached, ok = t.attached[key]
+	return t.seen[key], attached, ok
 }
 
 // waitFor polls cond every `every` until it holds, ctx ends or timeout

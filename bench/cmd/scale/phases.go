@@ -226,12 +226,18 @@ func (s *scaler) coldStart(ctx context.Context, cms, sas *tracker) error {
 	logf("  RSS %.0f MiB (peak %.0f MiB), HeapInuse %.0f MiB", float64(cs.RSS)/(1<<20), float64(cs.PeakRSS)/(1<<20), float64(cs.HeapInuse)/(1<<20))
 	s.write() //nolint:errcheck // a partial record; the final write reports errors
 
+	if o.attachOnly {
+		if err := s.attachUnderLoad(ctx, c, cms); err != nil {
+			s.fail("attach under load", err)
+		}
+		return nil
+	}
 	if p, err := s.passCost(ctx, c, "status", statusFocus, o.statusInterval, wantCM+wantSA); err != nil {
 		s.fail("status pass", err)
 	} else {
 		s.res.Status = p
 	}
-	if err := s.attachUnderLoad(ctx, cms); err != nil {
+	if err := s.attachUnderLoad(ctx, c, cms); err != nil {
 		s.fail("attach under load", err)
 	}
 	if err := s.drain(ctx); err != nil {
@@ -256,45 +262,6 @@ func (s *scaler) passCost(ctx context.Context, c *controllerProc, name, focus st
 		CPUSeconds: focused, ProfileTotal: total, Objects: objects}
 	logf("  %.3fs CPU under %s of %.2fs in the window: %.1f ms per pass", focused, focus, total, 1000*p.PerPass())
 	return p, nil
-}
-
-// attachUnderLoad creates -attach-objects ConfigMaps across the first
-// namespaces at full rate and measures from each create's answer to its
-// key seen on the watch.
-func (s *scaler) attachUnderLoad(ctx context.Context, cms *tracker) error {
-	o := s.opts
-	spread := min(20, o.namespaces)
-	logf("attach under load: %d ConfigMaps across %d namespaces at full rate", o.attachObjects, spread)
-	created := make([]time.Time, o.attachObjects)
-	key := func(i int) string { return fmt.Sprintf("%s/load-%05d", nsName(i%spread), i/spread) }
-	t0 := time.Now()
-	if err := parallel(ctx, o.driverWorkers, o.attachObjects, func(ctx context.Context, i int) error {
-		ns, name, _ := strings.Cut(key(i), "/")
-		err := s.createConfigMap(ctx, ns, name)
-		created[i] = time.Now()
-		return err
-	}); err != nil {
-		return err
-	}
-	createSeconds := time.Since(t0).Seconds()
-	var lat []float64
-	if err := waitFor(ctx, 200*time.Millisecond, 5*time.Minute, "the new ConfigMaps to carry their key", func() (bool, string) {
-		lat = lat[:0]
-		for i := range o.attachObjects {
-			if at, ok := cms.attachedAt(key(i)); ok {
-				lat = append(lat, max(0, at.Sub(created[i]).Seconds()))
-			}
-		}
-		return len(lat) == o.attachObjects, fmt.Sprintf("%d of %d", len(lat), o.attachObjects)
-	}); err != nil {
-		return err
-	}
-	a := &scale.Latency{Objects: o.attachObjects, Rate: float64(o.attachObjects) / createSeconds,
-		P50: scale.Percentile(lat, 50), P99: scale.Percentile(lat, 99), Max: scale.Percentile(lat, 100),
-		Via: "the controller's watch (the attach-at-create webhook is not wired in this benchmark)"}
-	s.res.Attach = a
-	logf("  created at %.0f/s; create to key seen p50 %.1f ms, p99 %.1f ms, max %.1f ms", a.Rate, 1000*a.P50, 1000*a.P99, 1000*a.Max)
-	return nil
 }
 
 // drain deletes the big namespace and measures until it is gone.
