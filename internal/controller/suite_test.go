@@ -15,19 +15,15 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
-	certutil "k8s.io/client-go/util/cert"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -272,45 +268,11 @@ var probeAddr string
 // a self-signed certificate and registers it with the API server, with no
 // rules: the controller fills them in from the policies.
 func installAttachWebhook(dir string) (ctrlwebhook.Server, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	w, err := testenv.InstallMutatingWebhook(context.Background(), k8s, dir, attachWebhookConfiguration, admit.Path,
+		[]string{admit.WebhookName, admit.NamespacedWebhookName})
 	if err != nil {
 		return nil, err
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey("127.0.0.1", []net.IP{net.ParseIP("127.0.0.1")}, nil)
-	if err != nil {
-		return nil, err
-	}
-	certDir := filepath.Join(dir, "webhook-certs")
-	if err := os.MkdirAll(certDir, 0o700); err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(filepath.Join(certDir, "tls.crt"), certPEM, 0o600); err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(filepath.Join(certDir, "tls.key"), keyPEM, 0o600); err != nil {
-		return nil, err
-	}
-	webhookHost, webhookCA = fmt.Sprintf("https://127.0.0.1:%d", port), certPEM
-	url := webhookHost + admit.Path
-	fail, none := admissionregistrationv1.Ignore, admissionregistrationv1.SideEffectClassNone
-	mwc := &admissionregistrationv1.MutatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: attachWebhookConfiguration},
-	}
-	for _, name := range []string{admit.WebhookName, admit.NamespacedWebhookName} {
-		mwc.Webhooks = append(mwc.Webhooks, admissionregistrationv1.MutatingWebhook{
-			Name: name, ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: certPEM},
-			FailurePolicy: &fail, SideEffects: &none, AdmissionReviewVersions: []string{"v1"}, TimeoutSeconds: ptr.To[int32](5),
-			// As config/webhook: never kube-system nor the controller's own
-			// namespace; SyncRules keeps these.
-			NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
-				Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{metav1.NamespaceSystem, "teardown-system"},
-			}}},
-		})
-	}
-	if err := k8s.Create(context.Background(), mwc); err != nil {
-		return nil, err
-	}
-	return ctrlwebhook.NewServer(ctrlwebhook.Options{Host: "127.0.0.1", Port: port, CertDir: certDir}), nil
+	webhookHost, webhookCA = w.Host, w.CA
+	return w.Server, nil
 }
