@@ -170,7 +170,15 @@ type Queue struct {
 	ReconcileSeconds float64 `json:"reconcileSeconds"` // sum of controller_runtime_reconcile_time_seconds
 	MaxDepth         float64 `json:"maxDepth"`
 	Samples          int     `json:"depthSamples"`
+	// ReconcilesUnder counts the reconciles that took at most each of
+	// ReconcileBounds (the histogram's cumulative buckets), so that cheap
+	// reconciles and ones that wrote are told apart.
+	ReconcilesUnder []float64 `json:"reconcilesUnder,omitempty"`
 }
+
+// ReconcileBounds are the le of controller_runtime_reconcile_time_seconds
+// that Queue.ReconcilesUnder reads.
+var ReconcileBounds = []string{"0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1"}
 
 // Sub returns q's counters less before's (MaxDepth and Samples are q's).
 func (q Queue) Sub(before Queue) Queue {
@@ -179,6 +187,10 @@ func (q Queue) Sub(before Queue) Queue {
 	q.Reconciles -= before.Reconciles
 	q.WaitSeconds -= before.WaitSeconds
 	q.ReconcileSeconds -= before.ReconcileSeconds
+	q.ReconcilesUnder = slices.Clone(q.ReconcilesUnder)
+	for i := range min(len(q.ReconcilesUnder), len(before.ReconcilesUnder)) {
+		q.ReconcilesUnder[i] -= before.ReconcilesUnder[i]
+	}
 	return q
 }
 

@@ -135,6 +135,7 @@ func (s *scaler) attachLatency(ctx context.Context, c *controllerProc, cms *trac
 	}
 	logf("    %s queue: %.0f adds, %.0f gets, mean wait %.1f ms, %.0f reconciles, mean %.1f ms, depth at most %.0f",
 		attachQueue, q.Adds, q.Gets, 1000*q.MeanWait(), q.Reconciles, 1000*q.MeanReconcile(), q.MaxDepth)
+	logf("    reconciles at most %v s: %v", scale.ReconcileBounds, q.ReconcilesUnder)
 	logf("    API server: %.0f ConfigMap creates, mean %.1f ms; %.0f PATCHes, mean %.1f ms",
 		server.Creates, 1000*server.MeanCreate(), server.Patches, 1000*server.MeanPatch())
 	return a, nil
@@ -208,6 +209,13 @@ func (c *controllerProc) queueCounters(ctx context.Context) (scale.Queue, error)
 			return scale.Queue{}, fmt.Errorf("the controller's /metrics has no %s for %s", m.metric, attachQueue)
 		}
 		*m.into = v
+	}
+	for _, le := range scale.ReconcileBounds {
+		v, _, err := apimetrics.Sum(data, "controller_runtime_reconcile_time_seconds_bucket", map[string]string{"controller": attachQueue, "le": le})
+		if err != nil {
+			return scale.Queue{}, err
+		}
+		q.ReconcilesUnder = append(q.ReconcilesUnder, v)
 	}
 	return q, nil
 }
