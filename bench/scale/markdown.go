@@ -53,6 +53,7 @@ func Markdown(w io.Writer, r *Results) {
 		row("attach latency p50 / p99 / max, paced", fmt.Sprintf("%s / %s / %s", ms(a.P50), ms(a.P99), ms(a.Max)), fmt.Sprintf("%s objects created at %.1f/s, one at a time, into the same cluster", num(a.Objects), a.Rate))
 		latencyParts(row, a)
 	}
+	webhookRows(row, r.Webhook)
 	if d := r.Drain; d != nil {
 		row("namespace deletion drain", secs(d.Seconds), fmt.Sprintf("%s guarded ConfigMaps in the namespace, %s more guarded elsewhere", num(d.Objects), num(s.Guarded-d.Objects)))
 		row("API requests of the drain", fmt.Sprintf("%s (%.2f per object)", num(int(d.Requests)), ratio(d.Requests, float64(d.Objects))), "apiserver_request_total delta, every client: "+top(d.Writes, 4))

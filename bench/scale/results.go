@@ -38,6 +38,9 @@ type Results struct {
 	// what one object waits when nothing queues.
 	AttachPaced *Latency `json:"attachPaced,omitempty"`
 	Drain       *Drain   `json:"namespaceDrain,omitempty"`
+
+	// Webhook is the attach-at-create webhook under a burst of creates.
+	Webhook *WebhookLatency `json:"attachWebhook,omitempty"`
 	// Failed lists the phases that did not finish, with why.
 	Failed []string `json:"failed,omitempty"`
 	Notes  []string `json:"notes,omitempty"`

@@ -18,7 +18,11 @@ SPDX-License-Identifier: Apache-2.0
 //  3. one policy status pass and (4) one diagnosis pass, as the CPU a
 //     profile spends under their functions;
 //  5. attach latency of objects created at full rate into the full cluster;
-//  6. the big namespace deleted: drain time and API requests.
+//  6. the big namespace deleted: drain time and API requests;
+//  7. the attach-at-create webhook (a controller serving it, webhook.go):
+//     -webhook-objects ConfigMaps at full rate that it skips, then as many
+//     through it; its latency as the API server measured its calls, the
+//     CREATE times with and without it, the answers carrying the key.
 //
 // It writes results.md, results.json, logs and profiles to -out.
 //
@@ -86,6 +90,8 @@ func main() {
 	flag.IntVar(&o.attachObjects, "attach-objects", 2000, "ConfigMaps created at full rate for the attach latency.")
 	flag.IntVar(&o.pacedObjects, "paced-objects", 20, "ConfigMaps created one at a time, -pace apart, for the attach latency with nothing queued.")
 	flag.BoolVar(&o.attachOnly, "attach-only", false, "After the cold start, measure the attach latency only (no status pass, drain nor diagnosis).")
+	flag.IntVar(&webhookFlags.objects, "webhook-objects", 2000, "ConfigMaps created at full rate without, then through, the attach-at-create webhook (last phase; 0 skips it).")
+	flag.BoolVar(&webhookFlags.only, "webhook-only", false, "After creating the objects, measure the attach webhook only (its controller does the cold start).")
 	flag.DurationVar(&o.pace, "pace", 250*time.Millisecond, "Time between the paced ConfigMaps' creates.")
 	flag.IntVar(&o.driverWorkers, "driver-workers", 32, "Goroutines that create and delete the objects.")
 	flag.DurationVar(&o.statusInterval, "status-interval", 15*time.Second, "The controller's --status-interval; the status pass is profiled over 3 of them.")

@@ -89,8 +89,16 @@ func (s *scaler) phases(ctx context.Context) error {
 		return err
 	}
 	defer sas.stop()
+	if webhookFlags.only {
+		return s.attachWebhook(ctx, cms, sas)
+	}
 	if err := s.coldStart(ctx, cms, sas); err != nil {
 		return err
+	}
+	if webhookFlags.objects > 0 {
+		if err := s.attachWebhook(ctx, cms, sas); err != nil {
+			s.fail("attach webhook", err)
+		}
 	}
 	return nil
 }
