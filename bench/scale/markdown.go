@@ -85,6 +85,9 @@ func latencyParts(row func(measure, value, load string), a *Latency) {
 		row("&nbsp;&nbsp;controller's attach queue", fmt.Sprintf("mean wait %s, mean reconcile %s", ms(q.MeanWait()), ms(q.MeanReconcile())),
 			fmt.Sprintf("%s adds, %s reconciles, depth at most %.0f (%d samples)", num(int(q.Adds)), num(int(q.Reconciles)), q.MaxDepth, q.Samples))
 	}
+	if a.Seconds > 0 {
+		row("&nbsp;&nbsp;controller CPU", fmt.Sprintf("%.2f s in %s (%.0f%% of a core)", a.ControllerCPU, secs(a.Seconds), 100*ratio(a.ControllerCPU, a.Seconds)), "from the first create to the last key seen")
+	}
 	if t := a.Server; t != nil {
 		row("&nbsp;&nbsp;API server, ConfigMap create / PATCH", fmt.Sprintf("mean %s / %s", ms(t.MeanCreate()), ms(t.MeanPatch())),
 			fmt.Sprintf("%s creates, %s PATCHes (apiserver_request_duration_seconds)", num(int(t.Creates)), num(int(t.Patches))))

@@ -122,6 +122,10 @@ type Latency struct {
 	Parts []Part `json:"parts,omitempty"`
 	// Queue is the controller's attach queue over the same objects.
 	Queue *Queue `json:"queue,omitempty"`
+	// ControllerCPU is the CPU the controller process used from the first
+	// create to the last key seen, and Seconds that time.
+	ControllerCPU float64 `json:"controllerCPUSeconds,omitempty"`
+	Seconds       float64 `json:"seconds,omitempty"`
 	// Server is what the API server says it took to serve the creates and
 	// the controller's PATCHes of ConfigMaps over the same time
 	// (apiserver_request_duration_seconds).

@@ -68,7 +68,7 @@ func (s *scaler) attachLatency(ctx context.Context, c *controllerProc, cms *trac
 		return nil, err
 	}
 	depth := c.sampleDepth(ctx, 100*time.Millisecond)
-	t0 := time.Now()
+	cpu0, t0 := c.cpu(), time.Now()
 	err = parallel(ctx, workers, n, func(ctx context.Context, i int) error {
 		if pace > 0 {
 			select {
@@ -103,6 +103,7 @@ func (s *scaler) attachLatency(ctx context.Context, c *controllerProc, cms *trac
 		}
 		return len(total) == n, fmt.Sprintf("%d of %d", len(total), n)
 	})
+	cpu, seconds := c.cpu()-cpu0, time.Since(t0).Seconds()
 	maxDepth, samples := depth.stop()
 	if err != nil {
 		return nil, err
@@ -128,7 +129,7 @@ func (s *scaler) attachLatency(ctx context.Context, c *controllerProc, cms *trac
 			scale.PartOf("answered to first seen on the benchmark's watch (API server watch delivery)", delivery),
 			scale.PartOf("first seen to key seen (controller's watch, queue, reconcile, PATCH, and that change's delivery)", controller),
 		},
-		Queue: &q, Server: &server}
+		Queue: &q, Server: &server, ControllerCPU: cpu, Seconds: seconds}
 	logf("  created at %.1f/s; create to key seen p50 %.1f ms, p99 %.1f ms, max %.1f ms", a.Rate, 1000*a.P50, 1000*a.P99, 1000*a.Max)
 	for _, p := range a.Parts {
 		logf("    %s: p50 %.1f ms, p99 %.1f ms, max %.1f ms", p.Name, 1000*p.P50, 1000*p.P99, 1000*p.Max)
@@ -136,6 +137,7 @@ func (s *scaler) attachLatency(ctx context.Context, c *controllerProc, cms *trac
 	logf("    %s queue: %.0f adds, %.0f gets, mean wait %.1f ms, %.0f reconciles, mean %.1f ms, depth at most %.0f",
 		attachQueue, q.Adds, q.Gets, 1000*q.MeanWait(), q.Reconciles, 1000*q.MeanReconcile(), q.MaxDepth)
 	logf("    reconciles at most %v s: %v", scale.ReconcileBounds, q.ReconcilesUnder)
+	logf("    controller CPU %.2fs in %.1fs", cpu, seconds)
 	logf("    API server: %.0f ConfigMap creates, mean %.1f ms; %.0f PATCHes, mean %.1f ms",
 		server.Creates, 1000*server.MeanCreate(), server.Patches, 1000*server.MeanPatch())
 	return a, nil
