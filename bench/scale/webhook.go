@@ -62,6 +62,12 @@ type WebhookLatency struct {
 	// (the handler, without TLS and the network): count and sum/count.
 	HandlerCalls float64 `json:"handlerCalls"`
 	HandlerMean  float64 `json:"handlerMean"`
+	// HandleCPU is the controller's CPU under the handler
+	// (admit.(*Attacher).Handle) in a profile of ProfileSeconds from the
+	// burst's start, ProfileCPU all of the controller's in it.
+	ProfileSeconds float64 `json:"profileSeconds"`
+	HandleCPU      float64 `json:"handleCPUSeconds"`
+	ProfileCPU     float64 `json:"profileCPUSeconds"`
 }
 
 // webhookRows writes the rows of the webhook's latency.
@@ -72,7 +78,10 @@ func webhookRows(row func(measure, value, load string), w *WebhookLatency) {
 	load := fmt.Sprintf("%s ConfigMaps created at %.0f/s (%d workers) into a cluster of %s guarded ConfigMaps", num(w.Objects), w.RateWith, w.Workers, num(w.Guarded))
 	row("attach webhook latency p50 / p99 (API server), mean", fmt.Sprintf("%s / %s, mean %s", msOrNA(w.P50, w.Calls), msOrNA(w.P99, w.Calls), msOrNA(w.Mean, w.Calls)),
 		fmt.Sprintf("%s; %s calls of %s, apiserver_admission_webhook_admission_duration_seconds delta, percentiles interpolated within its buckets (5, 25, 100, 500 ms)", load, num(int(w.Calls)), w.Webhook))
-	row("&nbsp;&nbsp;of which the handler (controller), mean", ms(w.HandlerMean), fmt.Sprintf("%s calls, controller_runtime_webhook_latency_seconds (no TLS, no network)", num(int(w.HandlerCalls))))
+	row("&nbsp;&nbsp;of which the handler (controller), mean", ms(w.HandlerMean), fmt.Sprintf("%s calls, controller_runtime_webhook_latency_seconds (no TLS, no network; wall time, waits for CPU included)", num(int(w.HandlerCalls))))
+	if w.ProfileSeconds > 0 {
+		row("&nbsp;&nbsp;the handler's CPU per call", ms(ratio(w.HandleCPU, w.Calls)), fmt.Sprintf("%.2f s under admit.(*Attacher).Handle of the controller's %.2f s in a %s CPU profile from the burst's start", w.HandleCPU, w.ProfileCPU, secs(w.ProfileSeconds)))
+	}
 	row("CREATE p50 / p99 / max with the webhook", fmt.Sprintf("%s / %s / %s", ms(w.With.P50), ms(w.With.P99), ms(w.With.Max)), load+"; the driver's sent to answered")
 	row("CREATE p50 / p99 / max without it", fmt.Sprintf("%s / %s / %s", ms(w.Without.P50), ms(w.Without.P99), ms(w.Without.Max)),
 		fmt.Sprintf("the same burst just before (%.0f/s), objects the webhook's objectSelector skips, same controller", w.RateWithout))

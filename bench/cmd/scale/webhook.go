@@ -42,6 +42,8 @@ const (
 	webhookOffLabel = "scale-webhook"
 	// The API server's metrics of a webhook call.
 	webhookDuration = "apiserver_admission_webhook_admission_duration_seconds"
+	// handleFocus is the webhook's handler in a profile.
+	handleFocus = `admit\.\(\*Attacher\)\.Handle$`
 )
 
 // attachWebhook measures the attach-at-create webhook: with a controller
@@ -88,11 +90,26 @@ func (s *scaler) attachWebhook(ctx context.Context, cms, sas *tracker) error {
 	if err != nil {
 		return err
 	}
-	logf("  the same %d through the webhook", n)
+	// A CPU profile of the controller over the burst through the webhook
+	// (four times the first burst's length, which the webhook slows):
+	// what the handler spends its time on.
+	window := time.Duration(min(60, max(5, math.Ceil(4*off.finish.Sub(off.started).Seconds())))) * time.Second
+	type profiled struct{ focused, total float64 }
+	prof := make(chan profiled, 1)
+	go func() {
+		focused, total, err := c.focusedCPU(ctx, window, handleFocus, filepath.Join(s.out, "profiles", "webhook.pprof"))
+		if err != nil {
+			logf("  profiling the webhook burst: %v", err)
+		}
+		prof <- profiled{focused, total}
+	}()
+	logf("  the same %d through the webhook (CPU profile of %s)", n, window)
 	on, err := s.webhookBurst(ctx, "wh-on", n, false)
 	if err != nil {
 		return err
 	}
+	p := <-prof
+	w.ProfileSeconds, w.HandleCPU, w.ProfileCPU = window.Seconds(), p.focused, p.total
 	after, err := s.webhookMetrics(ctx, c)
 	if err != nil {
 		return err
@@ -117,6 +134,7 @@ func (s *scaler) attachWebhook(ctx context.Context, cms, sas *tracker) error {
 		w.Calls, 1000*w.P50, 1000*w.P99, 1000*w.Mean, 1000*w.HandlerMean, w.HandlerCalls)
 	logf("  CREATE with: %.0f/s, p50 %.1f ms, p99 %.1f ms, max %.1f ms; %d of %d carried the key", w.RateWith, 1000*w.With.P50, 1000*w.With.P99, 1000*w.With.Max, w.CarriedKey, n)
 	logf("  CREATE without: %.0f/s, p50 %.1f ms, p99 %.1f ms, max %.1f ms; %d carried a key, %.0f webhook calls", w.RateWithout, 1000*w.Without.P50, 1000*w.Without.P99, 1000*w.Without.Max, w.CarriedWithout, w.CallsWithout)
+	logf("  controller CPU in %.0fs: %.2fs, of which %.2fs under %s (%.2f ms per call)", w.ProfileSeconds, w.ProfileCPU, w.HandleCPU, handleFocus, 1000*ratio(w.HandleCPU, w.Calls))
 	logf("  rejections %.0f, failed open %.0f, calls by code %v", w.Rejections, w.FailOpen, w.Requests)
 	return writeWebhookTimes(filepath.Join(s.out, "webhook.csv"), off, on)
 }
