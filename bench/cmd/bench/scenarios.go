@@ -40,6 +40,12 @@ func policyKey(ns string) string { return "bench.example.com/" + ns }
 // phaseTimeout bounds one phase over n objects: generous, at 20 objects/s.
 func phaseTimeout(n int) time.Duration { return 2*time.Minute + time.Duration(n)*50*time.Millisecond }
 
+// What the raw client's removal is (-raw-write).
+const (
+	rawJSONPatch = "json-patch"
+	rawStrategic = "strategic-merge-patch"
+)
+
 // rawLimit measures the API server's limit for "delete, then remove the
 // finalizer with a guarded patch" at each concurrency, and keeps the best.
 func (b *bench) rawLimit(ctx context.Context, n int, concurrency []int) (report.Run, error) {
@@ -86,8 +92,11 @@ func (b *bench) rawOnce(ctx context.Context, n, concurrency int) (report.Run, er
 	cpu0 := controlPlaneCPU()
 	profiled := b.profile(ctx, nil, fmt.Sprintf("%s-c%d", report.Raw, concurrency), n)
 	starts, err := b.deleteConfigMaps(ctx, ns, names, concurrency, func(ctx context.Context, i int) error {
-		patch := fmt.Sprintf(`[{"op":"test","path":"/metadata/uid","value":%q},{"op":"test","path":"/metadata/finalizers/0","value":%q},{"op":"remove","path":"/metadata/finalizers/0"}]`, uids[i], rawKey)
-		_, err := b.meta.Resource(configMaps).Namespace(ns).Patch(ctx, names[i], types.JSONPatchType, []byte(patch), metav1.PatchOptions{})
+		pt, patch := types.JSONPatchType, fmt.Sprintf(`[{"op":"test","path":"/metadata/uid","value":%q},{"op":"test","path":"/metadata/finalizers/0","value":%q},{"op":"remove","path":"/metadata/finalizers/0"}]`, uids[i], rawKey)
+		if b.opts.rawWrite == rawStrategic {
+			pt, patch = types.StrategicMergePatchType, fmt.Sprintf(`{"metadata":{"uid":%q,"$deleteFromPrimitiveList/finalizers":[%q]}}`, uids[i], rawKey)
+		}
+		_, err := b.meta.Resource(configMaps).Namespace(ns).Patch(ctx, names[i], pt, []byte(patch), metav1.PatchOptions{})
 		if err != nil {
 			return fmt.Errorf("removing the finalizer of %s/%s: %w", ns, names[i], err)
 		}
