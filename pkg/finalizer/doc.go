@@ -24,6 +24,9 @@ subtle; this package does it as follows.
     or drop someone else's: its patch fails, the object is re-read from the
     API server (not the cache) and the patch is retried, a bounded number of
     times. There is never a full Update and never a merge patch of the list.
+    The one exception is cheaper, not weaker: a removal from a built-in kind
+    being deleted is a strategic merge patch pinned to the resourceVersion
+    read and the UID, deleting the key by value (record.StrategicRemovalPatch).
     NotFound on removal is success.
   - A finalizer is never added to an object being deleted (the API server
     refuses it anyway). After adding, Reconcile returns with Outcome.Added

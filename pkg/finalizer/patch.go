@@ -15,6 +15,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/teardown-dev/teardown/pkg/finalizer/record"
@@ -68,9 +69,29 @@ func addPatch(obj client.Object, names []string, by *string) ([]byte, error) {
 // removePatch removes the entry at index i with record.RemovalPatch, the
 // guarded removal `kubectl teardown release` applies and explain dry-runs
 // too: the uid and the entry are tested, deletionTimestamp is tested null on
-// a live object, and the attached record goes in the same patch.
-func removePatch(obj client.Object, i int, name string) ([]byte, error) {
-	return record.RemovalPatch(obj, record.Removal{Finalizer: name, Index: i, Group: obj.GetObjectKind().GroupVersionKind().Group})
+// a live object, and the attached record goes in the same patch. From a
+// built-in kind being deleted (unless strategic is false) it is
+// record.StrategicRemovalPatch: the same removal, pinned to the
+// resourceVersion read, which the API server applies without encoding the
+// object as JSON.
+func removePatch(obj client.Object, i int, name string, strategic bool) (types.PatchType, []byte, error) {
+	r := record.Removal{Finalizer: name, Index: i, Group: obj.GetObjectKind().GroupVersionKind().Group}
+	if strategic && builtIn(obj) {
+		data, ok, err := record.StrategicRemovalPatch(obj, r)
+		if err != nil || ok {
+			return types.StrategicMergePatchType, data, err
+		}
+	}
+	data, err := record.RemovalPatch(obj, r)
+	return types.JSONPatchType, data, err
+}
+
+// builtIn reports whether obj's kind is one of Kubernetes' own, which take
+// strategic merge patches; custom resources do not. An object whose kind is
+// not set (typed objects often read so) is not.
+func builtIn(obj client.Object) bool {
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	return gvk.Kind != "" && clientgoscheme.Scheme.Recognizes(gvk)
 }
 
 // attachedOps set the attached annotation of each name. An absent
@@ -202,7 +223,7 @@ func bindAttached(ctx context.Context, c Client, obj client.Object, names []stri
 	return nil
 }
 
-// Remove removes name from obj with a guarded JSON patch. A finalizer that is
+// Remove removes name from obj with a guarded patch (removePatch). A finalizer that is
 // already absent, or an object that is gone, is success. obj is refreshed from
 // the server's answer.
 func Remove(ctx context.Context, c Client, obj client.Object, name string) error {
@@ -225,6 +246,7 @@ func removeIf(ctx context.Context, c Client, obj client.Object, name string, sti
 	}
 	uid := obj.GetUID()
 	var lastErr error
+	strategic := true
 	for range maxPatchAttempts {
 		if uid != "" && obj.GetUID() != uid {
 			// The object we were finalizing is gone and another took its
@@ -235,14 +257,18 @@ func removeIf(ctx context.Context, c Client, obj client.Object, name string, sti
 		if i < 0 || still != nil && !still(obj) {
 			return false, nil
 		}
-		data, err := removePatch(obj, i, name)
+		pt, data, err := removePatch(obj, i, name, strategic)
 		if err != nil {
 			return false, fmt.Errorf("building patch: %w", err)
 		}
-		err = c.Patch(ctx, obj, types.JSONPatchType, data)
+		err = c.Patch(ctx, obj, pt, data)
 		switch {
 		case err == nil:
 			return true, nil
+		case pt == types.StrategicMergePatchType && apierrors.IsUnsupportedMediaType(err):
+			// A kind served by another API server may refuse it.
+			strategic = false
+			continue
 		case apierrors.IsNotFound(err):
 			obj.SetFinalizers(slices.Delete(slices.Clone(obj.GetFinalizers()), i, i+1))
 			return false, nil

@@ -19,6 +19,10 @@ func TestPatches(t *testing.T) {
 	obj := func(uid string, finalizers ...string) *corev1.ConfigMap {
 		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x", UID: "u1", Finalizers: finalizers}}
 	}
+	remove := func(o *corev1.ConfigMap, i int, name string) ([]byte, error) {
+		_, data, err := removePatch(o, i, name, true)
+		return data, err
+	}
 	cases := map[string]struct {
 		reason string
 		build  func() ([]byte, error)
@@ -51,7 +55,7 @@ func TestPatches(t *testing.T) {
 		},
 		"remove by index": {
 			reason: "the entry at the index is tested before it is removed",
-			build:  func() ([]byte, error) { return removePatch(obj("u1", "b.io/y", "a.io/x"), 1, "a.io/x") },
+			build:  func() ([]byte, error) { return remove(obj("u1", "b.io/y", "a.io/x"), 1, "a.io/x") },
 			want:   `[{"op":"test","path":"/metadata/uid","value":"u1"},{"op":"test","path":"/metadata/deletionTimestamp","value":null},{"op":"test","path":"/metadata/finalizers/1","value":"a.io/x"},{"op":"remove","path":"/metadata/finalizers/1","value":null}]`,
 		},
 		"remove with the attached record": {
@@ -59,7 +63,7 @@ func TestPatches(t *testing.T) {
 			build: func() ([]byte, error) {
 				o := obj("u1", "a.io/x")
 				o.Annotations = map[string]string{AttachedAnnotation("a.io/x"): "true", "other": "y"}
-				return removePatch(o, 0, "a.io/x")
+				return remove(o, 0, "a.io/x")
 			},
 			want: `[{"op":"test","path":"/metadata/uid","value":"u1"},{"op":"test","path":"/metadata/deletionTimestamp","value":null},{"op":"test","path":"/metadata/finalizers/0","value":"a.io/x"},{"op":"remove","path":"/metadata/finalizers/0","value":null},{"op":"remove","path":"/metadata/annotations/attached.finalizer.teardown.dev~1a.io_x","value":null}]`,
 		},
@@ -68,7 +72,48 @@ func TestPatches(t *testing.T) {
 			build: func() ([]byte, error) {
 				o := obj("u1", "a.io/x")
 				o.DeletionTimestamp = &metav1.Time{}
-				return removePatch(o, 0, "a.io/x")
+				return remove(o, 0, "a.io/x")
+			},
+			want: `[{"op":"test","path":"/metadata/uid","value":"u1"},{"op":"test","path":"/metadata/finalizers/0","value":"a.io/x"},{"op":"remove","path":"/metadata/finalizers/0","value":null}]`,
+		},
+		"remove from a built-in kind being deleted": {
+			reason: "a strategic merge patch pinned to the resourceVersion and the uid, the key deleted by value, the record in the same patch",
+			build: func() ([]byte, error) {
+				o := obj("u1", "b.io/y", "a.io/x")
+				o.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}
+				o.DeletionTimestamp, o.ResourceVersion = &metav1.Time{}, "42"
+				o.Annotations = map[string]string{AttachedAnnotation("a.io/x"): "u1/p"}
+				return remove(o, 1, "a.io/x")
+			},
+			want: `{"metadata":{"$deleteFromPrimitiveList/finalizers":["a.io/x"],"annotations":{"attached.finalizer.teardown.dev/a.io_x":null},"resourceVersion":"42","uid":"u1"}}`,
+		},
+		"remove from a built-in kind not being deleted": {
+			reason: "a merge patch cannot test deletionTimestamp null: the JSON patch",
+			build: func() ([]byte, error) {
+				o := obj("u1", "a.io/x")
+				o.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}
+				o.ResourceVersion = "42"
+				return remove(o, 0, "a.io/x")
+			},
+			want: `[{"op":"test","path":"/metadata/uid","value":"u1"},{"op":"test","path":"/metadata/deletionTimestamp","value":null},{"op":"test","path":"/metadata/finalizers/0","value":"a.io/x"},{"op":"remove","path":"/metadata/finalizers/0","value":null}]`,
+		},
+		"remove a key listed twice from a built-in kind being deleted": {
+			reason: "deleting by value would take both: the JSON patch removes the one at the index",
+			build: func() ([]byte, error) {
+				o := obj("u1", "a.io/x", "a.io/x")
+				o.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}
+				o.DeletionTimestamp, o.ResourceVersion = &metav1.Time{}, "42"
+				return remove(o, 1, "a.io/x")
+			},
+			want: `[{"op":"test","path":"/metadata/uid","value":"u1"},{"op":"test","path":"/metadata/finalizers/1","value":"a.io/x"},{"op":"remove","path":"/metadata/finalizers/1","value":null}]`,
+		},
+		"remove from a custom resource being deleted": {
+			reason: "custom resources take no strategic merge patch: the JSON patch",
+			build: func() ([]byte, error) {
+				o := obj("u1", "a.io/x")
+				o.TypeMeta = metav1.TypeMeta{APIVersion: "shop.example.com/v1", Kind: "Database"}
+				o.DeletionTimestamp, o.ResourceVersion = &metav1.Time{}, "42"
+				return remove(o, 0, "a.io/x")
 			},
 			want: `[{"op":"test","path":"/metadata/uid","value":"u1"},{"op":"test","path":"/metadata/finalizers/0","value":"a.io/x"},{"op":"remove","path":"/metadata/finalizers/0","value":null}]`,
 		},

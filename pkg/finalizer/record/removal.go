@@ -55,7 +55,9 @@ type patchOp struct {
 
 // RemovalPatch is the one JSON patch that removes a finalizer, for the
 // library (pkg/finalizer), `kubectl teardown release` and explain's
-// dry-run alike, so that what explain dry-runs is what release applies. Its
+// dry-run alike, so that what explain dry-runs is what release applies
+// (the library sends StrategicRemovalPatch instead where it can: a
+// built-in kind being deleted). Its
 // guards make it fail rather than act on another state of the object:
 //
 //   - metadata.uid is tested: an object deleted and recreated under the

@@ -1,0 +1,66 @@
+/*
+Copyright 2026 The Teardown Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package record
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// StrategicRemovalPatch is RemovalPatch as a strategic merge patch, for the
+// controller's removal of its key from an object being deleted. The API
+// server applies a JSON patch to the object encoded as JSON and decodes the
+// result again; a strategic merge patch of a built-in kind skips both: in the
+// benchmark the raw removal rate rose from 540-624 to 733-741 objects/s with
+// it (docs/performance.md, "Controller CPU per object").
+//
+// Its guards are RemovalPatch's, or stronger:
+//
+//   - metadata.resourceVersion pins the patch to the object exactly as read:
+//     any change since (another remover, a step record, a new finalizer)
+//     fails it with a conflict, and the caller reads again, so a removal is
+//     made once, on the state it was decided on;
+//   - metadata.uid is pinned too (a UID cannot change: 422);
+//   - the key is deleted by value ($deleteFromPrimitiveList), never by
+//     position;
+//   - the attached record goes in the same patch, as in RemovalPatch.
+//
+// It says false when the removal cannot be expressed so and RemovalPatch must
+// be used: an object not being deleted (RemovalPatch tests deletionTimestamp
+// null, which a merge patch cannot), one read without a resourceVersion or a
+// UID, a removal that writes the release record or keeps the attached record
+// (release's, which explain dry-runs as RemovalPatch), or a list that holds
+// the key twice. Custom resources refuse
+// strategic merge patches (415): the caller only sends it for built-in kinds,
+// and falls back to RemovalPatch on a refusal.
+func StrategicRemovalPatch(obj metav1.Object, r Removal) ([]byte, bool, error) {
+	fins := obj.GetFinalizers()
+	if r.Index < 0 || r.Index >= len(fins) || fins[r.Index] != r.Finalizer {
+		return nil, false, fmt.Errorf("finalizer %q is not at index %d of %v", r.Finalizer, r.Index, fins)
+	}
+	if obj.GetDeletionTimestamp() == nil || obj.GetResourceVersion() == "" || obj.GetUID() == "" ||
+		r.Released != "" || r.KeepAttached || r.ResourceVersion != "" {
+		return nil, false, nil
+	}
+	if slices.Contains(fins[:r.Index], r.Finalizer) || slices.Contains(fins[r.Index+1:], r.Finalizer) {
+		// Deleting by value would take every copy, RemovalPatch only this
+		// one: leave a list with the key twice to it.
+		return nil, false, nil
+	}
+	meta := map[string]any{
+		"uid":                                 string(obj.GetUID()),
+		"resourceVersion":                     obj.GetResourceVersion(),
+		"$deleteFromPrimitiveList/finalizers": []string{r.Finalizer},
+	}
+	if _, ok := obj.GetAnnotations()[AttachedAnnotation(r.Finalizer)]; ok && r.Group != rbacGroup {
+		meta["annotations"] = map[string]any{AttachedAnnotation(r.Finalizer): nil}
+	}
+	data, err := json.Marshal(map[string]any{"metadata": meta})
+	return data, err == nil, err
+}
