@@ -81,7 +81,7 @@ func main() {
 	flag.IntVar(&o.dataBytes, "data-bytes", 0, "Bytes of data in each ConfigMap of the throughput runs.")
 	flag.IntVar(&o.driverWorkers, "driver-workers", 32, "Goroutines that create and delete the objects.")
 	flag.StringVar(&rawConcurrency, "raw-concurrency", "8,16,32,64", "Concurrencies the raw client tries; the best is kept.")
-	flag.StringVar(&o.rawWrite, "raw-write", rawJSONPatch, "How the raw client removes the finalizer: "+rawJSONPatch+" (Teardown's guarded removal: uid and entry tested) or "+rawStrategic+" (a strategic merge patch deleting the entry by value, uid pinned), to measure what the API server spends on each.")
+	flag.StringVar(&o.rawWrite, "raw-write", rawStrategic, "How the raw client removes the finalizer: "+rawStrategic+" (what the library sends to a built-in kind being deleted: the entry deleted by value, uid and resourceVersion pinned) or "+rawJSONPatch+" (its guarded JSON patch: uid and entry tested), to measure what the API server spends on each.")
 	flag.IntVar(&o.teardownWorkers, "teardown-workers", controller.DefaultOptions().TargetWorkers, "teardown-controller --target-workers.")
 	flag.IntVar(&o.tunedWorkers, "tuned-workers", 0, "Workers of the tuned baseline; 0 is the same as -teardown-workers.")
 	flag.IntVar(&o.tunedQPS, "tuned-qps", 1000, "Client QPS of the tuned baseline (burst is twice that).")

@@ -94,6 +94,8 @@ func (b *bench) rawOnce(ctx context.Context, n, concurrency int) (report.Run, er
 	starts, err := b.deleteConfigMaps(ctx, ns, names, concurrency, func(ctx context.Context, i int) error {
 		pt, patch := types.JSONPatchType, fmt.Sprintf(`[{"op":"test","path":"/metadata/uid","value":%q},{"op":"test","path":"/metadata/finalizers/0","value":%q},{"op":"remove","path":"/metadata/finalizers/0"}]`, uids[i], rawKey)
 		if b.opts.rawWrite == rawStrategic {
+			// The library pins the resourceVersion it read too; the raw
+			// client reads nothing, so only the uid.
 			pt, patch = types.StrategicMergePatchType, fmt.Sprintf(`{"metadata":{"uid":%q,"$deleteFromPrimitiveList/finalizers":[%q]}}`, uids[i], rawKey)
 		}
 		_, err := b.meta.Resource(configMaps).Namespace(ns).Patch(ctx, names[i], pt, []byte(patch), metav1.PatchOptions{})
