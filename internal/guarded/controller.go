@@ -85,12 +85,21 @@ type queue struct {
 	resync chan event.TypedGenericEvent[*metav1.PartialObjectMetadata]
 }
 
-// SetupWithManager creates the controllers; watches are added per kind by
-// Watch as policies come.
+// AttachWorkersPerWorker is how many attach workers each target worker
+// gives. Attaching an object is one PATCH, so the attach rate is the attach
+// workers over the PATCH's round trip, which a burst of creates lengthens
+// just when the rate must be high: with as many workers as cleanup gets,
+// objects created faster queued for the whole burst (docs/performance.md,
+// Scale).
+const AttachWorkersPerWorker = 4
+
+// SetupWithManager creates the controllers, target-finalize with workers
+// and target-attach with AttachWorkersPerWorker times as many; watches are
+// added per kind by Watch as policies come.
 func (r *Reconciler) SetupWithManager(mgr manager.Manager, workers int) error {
 	r.watched = map[schema.GroupVersionKind]bool{}
 	var err error
-	if r.attach, err = r.newQueue(mgr, "target-attach", workers); err != nil {
+	if r.attach, err = r.newQueue(mgr, "target-attach", AttachWorkersPerWorker*workers); err != nil {
 		return err
 	}
 	r.finalize, err = r.newQueue(mgr, "target-finalize", workers)
