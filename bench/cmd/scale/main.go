@@ -17,7 +17,11 @@ SPDX-License-Identifier: Apache-2.0
 //     time to all attached, RSS, live heap;
 //  3. one policy status pass and (4) one diagnosis pass, as the CPU a
 //     profile spends under their functions;
-//  5. attach latency of objects created at full rate into the full cluster;
+//  5. attach latency of objects created one at a time (-paced-objects), then
+//     at full rate (-attach-objects) into the full cluster, in parts (the
+//     create, the API server's watch delivery, the controller's part) beside
+//     the controller's attach queue and the API server's create and PATCH
+//     times (attach.go); -attach-only stops after it;
 //  6. the big namespace deleted: drain time and API requests;
 //  7. the attach-at-create webhook (a controller serving it, webhook.go):
 //     -webhook-objects ConfigMaps at full rate that it skips, then as many
