@@ -68,6 +68,14 @@ func (s *scaler) attachLatency(ctx context.Context, c *controllerProc, cms *trac
 		return nil, err
 	}
 	depth := c.sampleDepth(ctx, 100*time.Millisecond)
+	profiled := make(chan error, 1)
+	if s.opts.attachProfile > 0 {
+		go func() {
+			profiled <- c.profile(ctx, s.opts.attachProfile, filepath.Join(s.out, "profiles", "attach-"+prefix+".pprof"))
+		}()
+	} else {
+		profiled <- nil
+	}
 	cpu0, t0 := c.cpu(), time.Now()
 	err = parallel(ctx, workers, n, func(ctx context.Context, i int) error {
 		if pace > 0 {
@@ -107,6 +115,9 @@ func (s *scaler) attachLatency(ctx context.Context, c *controllerProc, cms *trac
 	maxDepth, samples := depth.stop()
 	if err != nil {
 		return nil, err
+	}
+	if err := <-profiled; err != nil {
+		return nil, fmt.Errorf("profiling the controller over the burst: %w", err)
 	}
 	after, err := c.queueCounters(ctx)
 	if err != nil {
@@ -182,6 +193,15 @@ func (s *scaler) writeTimes(prefix string, n int, key func(int) string, sent, an
 		fmt.Fprintf(&b, "%s,%.4f,%.4f,%.4f,%.4f\n", key(i), sent[i].Sub(t0).Seconds(), answered[i].Sub(t0).Seconds(), seen.Sub(t0).Seconds(), at.Sub(t0).Seconds())
 	}
 	return os.WriteFile(filepath.Join(s.out, "attach-"+prefix+".csv"), []byte(b.String()), 0o644)
+}
+
+// profile records a CPU profile of the controller over window into path.
+func (c *controllerProc) profile(ctx context.Context, window time.Duration, path string) error {
+	data, err := c.get(ctx, fmt.Sprintf("/debug/pprof/profile?seconds=%d", int(window.Seconds())))
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o644)
 }
 
 // queueCounters reads the attach queue's counters and histogram sums.

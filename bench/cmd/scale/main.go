@@ -65,6 +65,7 @@ type options struct {
 	attachObjects, pacedObjects                  int
 	pace                                         time.Duration
 	attachOnly                                   bool
+	attachProfile                                time.Duration
 	driverWorkers                                int
 	statusInterval, diagnoseAfter                time.Duration
 	diagnoseInterval                             time.Duration
@@ -96,6 +97,7 @@ func main() {
 	flag.BoolVar(&o.attachOnly, "attach-only", false, "After the cold start, measure the attach latency only (no status pass, drain nor diagnosis).")
 	flag.IntVar(&webhookFlags.objects, "webhook-objects", 2000, "ConfigMaps created at full rate without, then through, the attach-at-create webhook (last phase; 0 skips it).")
 	flag.BoolVar(&webhookFlags.only, "webhook-only", false, "After creating the objects, measure the attach webhook only (its controller does the cold start).")
+	flag.DurationVar(&o.attachProfile, "attach-profile", 0, "Record a CPU profile of the controller this long from the start of each attach burst (profiles/attach-*.pprof); 0 records none.")
 	flag.DurationVar(&o.pace, "pace", 250*time.Millisecond, "Time between the paced ConfigMaps' creates.")
 	flag.IntVar(&o.driverWorkers, "driver-workers", 32, "Goroutines that create and delete the objects.")
 	flag.DurationVar(&o.statusInterval, "status-interval", 15*time.Second, "The controller's --status-interval; the status pass is profiled over 3 of them.")
