@@ -45,7 +45,7 @@ func main() {
 	flag.StringVar(&opts.ProbeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
 	flag.BoolVar(&opts.LeaderElection, "leader-elect", false, "Elect a leader, so that only one of several replicas acts.")
 	flag.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader-election Lease (default: the pod's own namespace; required outside a cluster).")
-	flag.IntVar(&opts.Controller.TargetWorkers, "target-workers", opts.Controller.TargetWorkers, "Target objects reconciled at once.")
+	flag.IntVar(&opts.Controller.TargetWorkers, "target-workers", opts.Controller.TargetWorkers, "Target objects cleaned up at once; attaching gets four times as many workers.")
 	flag.DurationVar(&opts.Controller.AttemptTimeout, "attempt-timeout", opts.Controller.AttemptTimeout, "Longest one run of a policy's steps for one object may take.")
 	flag.DurationVar(&opts.Controller.StatusInterval, "status-interval", opts.Controller.StatusInterval, "How often policy status counts are refreshed.")
 	flag.BoolVar(&opts.Controller.EventDrivenWaits, "event-driven-waits", opts.Controller.EventDrivenWaits, "Wake a pending wait or delete step as soon as an object it waits on changes or goes (a metadata-only watch per kind the controller may list and watch), with a check every 30 s as a safety net; false checks every pending step every 2 s instead.")

@@ -42,7 +42,7 @@ type Values struct {
 	// spec.serviceAccountName acts as; empty makes serviceAccountName
 	// required.
 	DefaultServiceAccount string `json:"defaultServiceAccount"`
-	// --target-workers: target objects reconciled at once, per queue.
+	// --target-workers: target objects cleaned up at once; attaching gets four times as many workers.
 	TargetWorkers int `json:"targetWorkers" jsonschema:"minimum=1"`
 	// --attempt-timeout: longest one run of a policy's steps for one object.
 	AttemptTimeout Duration `json:"attemptTimeout"`
