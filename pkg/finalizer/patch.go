@@ -277,6 +277,12 @@ func removeIf(ctx context.Context, c Client, obj client.Object, name string, sti
 		}
 		patchConflicts.WithLabelValues("remove").Inc()
 		lastErr = err
+		// The strategic patch is pinned to the whole object: on one that
+		// others keep writing (a Pod's status while it terminates) it could
+		// fail every attempt where the JSON patch, which tests only the
+		// entry, goes through. Once refused, the rest of the attempts are
+		// the JSON patch's, as before it.
+		strategic = false
 		if err := c.Read(ctx, obj); err != nil {
 			if apierrors.IsNotFound(err) {
 				return false, nil
