@@ -54,6 +54,10 @@ func ShareAttached(obj metav1.Object) {
 		if !strings.HasPrefix(k, AttachedAnnotationPrefix) {
 			continue
 		}
+		if _, shared := sharedAttached.is(v); shared {
+			// Shared already: client-go asks transforms to be idempotent.
+			continue
+		}
 		if by, bound := boundBy(v, string(obj.GetUID())); bound {
 			if shared, ok := sharedAttached.value(by); ok {
 				annotations[k] = shared

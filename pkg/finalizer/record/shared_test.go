@@ -73,6 +73,12 @@ func TestShareAttached(t *testing.T) {
 			if obj.Annotations["team.example.com/note"] != "<bound>/policy-a" {
 				t.Error("ShareAttached changed an annotation that is not an attached record")
 			}
+			// Shared again (client-go asks transforms to be idempotent):
+			// the same.
+			ShareAttached(obj)
+			if by, bound := AttachedBy(obj, key); bound != tc.want.Bound || by != tc.want.By || obj.Annotations[AttachedAnnotation(key)] != tc.want.Value {
+				t.Errorf("shared twice: %q, %v, value %q", by, bound, obj.Annotations[AttachedAnnotation(key)])
+			}
 			// What a cache hands out is a deep copy: still bound.
 			if _, bound := AttachedBy(obj.DeepCopy(), key); bound != tc.want.Bound {
 				t.Errorf("a deep copy: bound = %v, want %v", bound, tc.want.Bound)
