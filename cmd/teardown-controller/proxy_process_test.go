@@ -178,7 +178,12 @@ func TestWebhookProxyOnTheControlPlane(t *testing.T) {
 	// With the flag: through the proxy, and the object goes.
 	start("proxy-flag", "--webhook-proxy="+proxy.URL)
 	testenv.Eventually(t, 60*time.Second, "the ConfigMap to be gone", testenv.Gone(k8s, cm))
-	if got := proxy.asked(); len(got) == 0 || got[0] != "example.com.:443" || calls.Load() != 1 {
-		t.Errorf("the proxy was asked %q and the receiver called %d times, want CONNECT example.com.:443 and one call", got, calls.Load())
+	// At least one call: a step may be called again when a reconcile of a
+	// cache not yet showing its record comes right after (steps are
+	// at-least-once, docs/api.md); this test is about the route. It asked
+	// for exactly one, and failed about one run in four (before and after
+	// 2026-11-27's changes alike).
+	if got := proxy.asked(); len(got) == 0 || got[0] != "example.com.:443" || calls.Load() < 1 {
+		t.Errorf("the proxy was asked %q and the receiver called %d times, want CONNECT example.com.:443 and at least one call", got, calls.Load())
 	}
 }
