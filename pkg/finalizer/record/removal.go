@@ -78,9 +78,8 @@ type patchOp struct {
 // is added last; an absent annotation map is tested absent and created
 // whole.
 func RemovalPatch(obj metav1.Object, r Removal) ([]byte, error) {
-	fins := obj.GetFinalizers()
-	if r.Index < 0 || r.Index >= len(fins) || fins[r.Index] != r.Finalizer {
-		return nil, fmt.Errorf("finalizer %q is not at index %d of %v", r.Finalizer, r.Index, fins)
+	if err := r.checkIndex(obj); err != nil {
+		return nil, err
 	}
 	path := "/metadata/finalizers/" + strconv.Itoa(r.Index)
 	var ops []patchOp
@@ -97,7 +96,7 @@ func RemovalPatch(obj metav1.Object, r Removal) ([]byte, error) {
 		patchOp{Op: "test", Path: path, Value: r.Finalizer},
 		patchOp{Op: "remove", Path: path})
 	annotations := obj.GetAnnotations()
-	if _, ok := annotations[AttachedAnnotation(r.Finalizer)]; ok && !r.KeepAttached && r.Group != rbacGroup {
+	if r.removesAttached(obj) {
 		ops = append(ops, patchOp{Op: "remove", Path: "/metadata/annotations/" + escapePointer(AttachedAnnotation(r.Finalizer))})
 	}
 	if r.Released != "" {
@@ -110,6 +109,24 @@ func RemovalPatch(obj metav1.Object, r Removal) ([]byte, error) {
 		}
 	}
 	return json.Marshal(ops)
+}
+
+// checkIndex reports an error unless r.Finalizer is at r.Index of obj's
+// finalizers: both removal patches are built for the entry the caller saw.
+func (r Removal) checkIndex(obj metav1.Object) error {
+	fins := obj.GetFinalizers()
+	if r.Index < 0 || r.Index >= len(fins) || fins[r.Index] != r.Finalizer {
+		return fmt.Errorf("finalizer %q is not at index %d of %v", r.Finalizer, r.Index, fins)
+	}
+	return nil
+}
+
+// removesAttached reports whether the removal takes the finalizer's
+// attached record off too: when obj carries one, unless the caller keeps it
+// (KeepAttached) or the kind is an RBAC one (see RemovalPatch).
+func (r Removal) removesAttached(obj metav1.Object) bool {
+	_, ok := obj.GetAnnotations()[AttachedAnnotation(r.Finalizer)]
+	return ok && !r.KeepAttached && r.Group != rbacGroup
 }
 
 // ReleasedDryRun is the ReleasedAnnotation value of a dry-run: like the

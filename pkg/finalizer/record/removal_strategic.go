@@ -7,7 +7,6 @@ package record
 
 import (
 	"encoding/json"
-	"fmt"
 	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -40,10 +39,10 @@ import (
 // strategic merge patches (415): the caller only sends it for built-in kinds,
 // and falls back to RemovalPatch on a refusal.
 func StrategicRemovalPatch(obj metav1.Object, r Removal) ([]byte, bool, error) {
-	fins := obj.GetFinalizers()
-	if r.Index < 0 || r.Index >= len(fins) || fins[r.Index] != r.Finalizer {
-		return nil, false, fmt.Errorf("finalizer %q is not at index %d of %v", r.Finalizer, r.Index, fins)
+	if err := r.checkIndex(obj); err != nil {
+		return nil, false, err
 	}
+	fins := obj.GetFinalizers()
 	if obj.GetDeletionTimestamp() == nil || obj.GetResourceVersion() == "" || obj.GetUID() == "" ||
 		r.Released != "" || r.KeepAttached || r.ResourceVersion != "" {
 		return nil, false, nil
@@ -57,7 +56,7 @@ func StrategicRemovalPatch(obj metav1.Object, r Removal) ([]byte, bool, error) {
 	patch.Metadata.Delete = []string{r.Finalizer}
 	patch.Metadata.ResourceVersion = obj.GetResourceVersion()
 	patch.Metadata.UID = string(obj.GetUID())
-	if _, ok := obj.GetAnnotations()[AttachedAnnotation(r.Finalizer)]; ok && r.Group != rbacGroup {
+	if r.removesAttached(obj) { // KeepAttached was refused above
 		patch.Metadata.Annotations = map[string]*string{AttachedAnnotation(r.Finalizer): nil}
 	}
 	data, err := json.Marshal(&patch)
