@@ -83,28 +83,29 @@ func boundBy(v, uid string) (string, bool) {
 	return "", false
 }
 
-// sharedValues holds the one shared value per attacher.
+// sharedValues holds the one shared value per attacher: read without a
+// lock; made under one, so that the bound is exact.
 type sharedValues struct {
 	limit  int
+	values sync.Map // attacher -> shared value
 	mu     sync.Mutex
-	values map[string]string // attacher -> shared value
-	read   sync.Map          // the same, read without the lock
+	count  int // values stored, under mu
 }
 
-var sharedAttached = &sharedValues{limit: maxSharedAttachers, values: map[string]string{}}
+var sharedAttached = &sharedValues{limit: maxSharedAttachers}
 
 // value returns the shared value of a record naming by, made on first
 // use; false past its limit.
 func (s *sharedValues) value(by string) (string, bool) {
-	if v, ok := s.read.Load(by); ok {
+	if v, ok := s.values.Load(by); ok {
 		return v.(string), true
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if v, ok := s.values[by]; ok {
-		return v, true
+	if v, ok := s.values.Load(by); ok {
+		return v.(string), true
 	}
-	if len(s.values) >= s.limit {
+	if s.count >= s.limit {
 		return "", false
 	}
 	v := sharedBound
@@ -113,9 +114,9 @@ func (s *sharedValues) value(by string) (string, bool) {
 	}
 	// A fresh copy: the string is the proof, and a constant's or the
 	// caller's storage may be shared with strings that are not.
-	v, by = strings.Clone(v), strings.Clone(by)
-	s.values[by] = v
-	s.read.Store(by, v)
+	v = strings.Clone(v)
+	s.values.Store(strings.Clone(by), v)
+	s.count++
 	return v, true
 }
 
@@ -132,7 +133,7 @@ func (s *sharedValues) is(v string) (string, bool) {
 			return "", false
 		}
 	}
-	shared, ok := s.read.Load(by)
+	shared, ok := s.values.Load(by)
 	if !ok {
 		return "", false
 	}

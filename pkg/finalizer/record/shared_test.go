@@ -119,7 +119,7 @@ func TestShareAttachedShares(t *testing.T) {
 // TestShareAttachedPastItsBound: past the attachers it keeps a value for,
 // a record keeps its own value, read as before.
 func TestShareAttachedPastItsBound(t *testing.T) {
-	s := &sharedValues{limit: 2, values: map[string]string{}}
+	s := &sharedValues{limit: 2}
 	for _, by := range []string{"a", "b"} {
 		if _, ok := s.value(by); !ok {
 			t.Fatalf("value(%q) refused below the bound", by)
