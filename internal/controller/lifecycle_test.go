@@ -11,11 +11,15 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -387,7 +391,89 @@ func TestNamespaceDeletionWaitsForCleanup(t *testing.T) {
 	if err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, testenv.Gone(k8s, nsObj)); err != nil {
 		got := &corev1.Namespace{}
 		_ = k8s.Get(t.Context(), client.ObjectKeyFromObject(nsObj), got)
-		t.Fatalf("namespace not gone: %v; its conditions: %+v", err, got.Status.Conditions)
+		gotPol := &teardownv1alpha1.TeardownPolicy{}
+		_ = k8s.Get(t.Context(), client.ObjectKeyFromObject(pol), gotPol)
+		t.Fatalf("namespace not gone: %v; its conditions: %+v; the policy's: %+v", err, got.Status.Conditions, gotPol.Status.Conditions)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, n := range names {
+		if !cleaned[n] {
+			t.Errorf("namespace went away before %s's cleanup ran", n)
+		}
+	}
+}
+
+// TestNamespaceDeletionOutlivesItsRoleBindings: a namespace's deletion
+// deletes the RoleBinding that grants the policy's ServiceAccount its rights,
+// in no set order with the rest (the race behind a CI failure of
+// TestNamespaceDeletionWaitsForCleanup, one run in five). The policy,
+// deleted with its namespace and checked again then (its generation moves),
+// stays in force as deleting and finishes the teardowns the namespace owes,
+// its Ready condition naming the right that went. Here the RoleBinding goes
+// first, and the cleanup answers InProgress until that condition shows.
+func TestNamespaceDeletionOutlivesItsRoleBindings(t *testing.T) {
+	ns := testenv.NewNamespace(t, k8s)
+	var finish atomic.Bool
+	var mu sync.Mutex
+	cleaned := map[string]bool{}
+	srv := newCleanupServer(t, func(_ int, req steps.WebhookRequest, w http.ResponseWriter) {
+		if !finish.Load() {
+			answerJSON(w, http.StatusOK, steps.WebhookResponse{Status: steps.WebhookInProgress, RetryAfterSeconds: 1})
+			return
+		}
+		mu.Lock()
+		cleaned[req.Object.Name] = true
+		mu.Unlock()
+		answerJSON(w, http.StatusOK, steps.WebhookResponse{Status: steps.WebhookSuccess})
+	})
+	pol := &teardownv1alpha1.TeardownPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "rbac-goes-first", Namespace: ns},
+		Spec: teardownv1alpha1.TeardownPolicySpec{
+			Targets: []teardownv1alpha1.Target{{APIVersion: "v1", Kind: "ConfigMap", Selector: selector("guard", "yes")}},
+			Steps:   []teardownv1alpha1.Step{srv.webhookStep("deregister")},
+		},
+	}
+	create(t, pol)
+	mustBeReady(t, pol)
+	key := ns + ".teardown.dev/rbac-goes-first"
+	names := []string{"a", "b"}
+	for _, n := range names {
+		cm := labelled(ns, n, "guard", "yes")
+		create(t, cm)
+		testenv.Eventually(t, 20*time.Second, "the finalizer on "+n, hasFinalizer(cm, key))
+	}
+	// testenv.NewNamespace granted ServiceAccount default "edit" with this
+	// RoleBinding.
+	del(t, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "default-edit", Namespace: ns}})
+	if err := testenv.WaitDeniedClient(t.Context(), k8s, testenv.Access(rbacv1.ServiceAccountKind, ns, "default",
+		authorizationv1.ResourceAttributes{Namespace: ns, Verb: "get", Resource: "configmaps"})); err != nil {
+		t.Fatal(err)
+	}
+	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
+	del(t, nsObj)
+	var last string
+	testenv.Eventually(t, 30*time.Second, "the deleted policy kept in force, its Ready condition naming the right that went", func(ctx context.Context) (bool, error) {
+		got := &teardownv1alpha1.TeardownPolicy{}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(pol), got); err != nil {
+			return false, err
+		}
+		cond := meta.FindStatusCondition(got.Status.Conditions, teardownv1alpha1.ReadyCondition)
+		if cond == nil || got.DeletionTimestamp == nil {
+			return false, nil
+		}
+		last = cond.Message
+		return cond.Status == metav1.ConditionTrue && strings.HasPrefix(cond.Message, "deleted: finishing") &&
+			strings.Contains(cond.Message, "ServiceAccount "+ns+"/default may not patch configmaps"), nil
+	})
+	t.Logf("Ready: %s", last)
+	finish.Store(true)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	if err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, testenv.Gone(k8s, nsObj)); err != nil {
+		got := &teardownv1alpha1.TeardownPolicy{}
+		_ = k8s.Get(t.Context(), client.ObjectKeyFromObject(pol), got)
+		t.Fatalf("namespace not gone: %v; the policy's conditions: %+v", err, got.Status.Conditions)
 	}
 	mu.Lock()
 	defer mu.Unlock()

@@ -48,8 +48,21 @@ func WaitAllowedClient(ctx context.Context, c client.Client, access authorizatio
 	}, access)
 }
 
+// WaitDeniedClient returns once the API server's authorizer answers no to
+// access: a binding just deleted may still grant for a moment.
+func WaitDeniedClient(ctx context.Context, c client.Client, access authorizationv1.SubjectAccessReviewSpec) error {
+	return waitAnswer(ctx, func(ctx context.Context, sar *authorizationv1.SubjectAccessReview) (*authorizationv1.SubjectAccessReview, error) {
+		return sar, c.Create(ctx, sar)
+	}, access, false)
+}
+
 func waitAllowed(ctx context.Context, review func(context.Context, *authorizationv1.SubjectAccessReview) (*authorizationv1.SubjectAccessReview, error),
 	access authorizationv1.SubjectAccessReviewSpec) error {
+	return waitAnswer(ctx, review, access, true)
+}
+
+func waitAnswer(ctx context.Context, review func(context.Context, *authorizationv1.SubjectAccessReview) (*authorizationv1.SubjectAccessReview, error),
+	access authorizationv1.SubjectAccessReviewSpec, allowed bool) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	var last string
@@ -60,10 +73,14 @@ func waitAllowed(ctx context.Context, review func(context.Context, *authorizatio
 			return false, nil
 		}
 		last = got.Status.Reason
-		return got.Status.Allowed, nil
+		return got.Status.Allowed == allowed, nil
 	})
 	if err != nil {
-		return fmt.Errorf("waiting until %s may %s: %w (last: %s)", access.User, describe(access), err, last)
+		may := "may"
+		if !allowed {
+			may = "may not"
+		}
+		return fmt.Errorf("waiting until %s %s %s: %w (last: %s)", access.User, may, describe(access), err, last)
 	}
 	return nil
 }

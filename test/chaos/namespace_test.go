@@ -12,7 +12,9 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,9 +24,13 @@ import (
 )
 
 // TestNamespaceDeletionResumesAfterKill: a TeardownPolicy and the object it
-// guards are in a namespace being deleted; the controller is killed with
+// guards (a Secret) are in a namespace being deleted; the controller is killed with
 // SIGKILL once the policy carries its deletionTimestamp, and started again.
-// Once the cleanup webhook answers Success, the object, the policy and the
+// While it is down the RoleBinding that grants the policy's ServiceAccount
+// its rights goes (the namespace's deletion deletes it anyway, in no set
+// order): the restarted process, which knows only what the API server
+// holds, checks the deleted policy again and keeps it in force. Once the
+// cleanup webhook answers Success, the object, the policy and the
 // namespace all go, within a minute.
 func TestNamespaceDeletionResumesAfterKill(t *testing.T) {
 	const key = "example.com/ns-guard"
@@ -36,29 +42,31 @@ func TestNamespaceDeletionResumesAfterKill(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "guard"},
 		Spec: teardownv1alpha1.TeardownPolicySpec{
 			Finalizer: key,
-			Targets:   []teardownv1alpha1.Target{configMapTarget(labels("app", "guarded"))},
-			Steps:     []teardownv1alpha1.Step{srv.step("cleanup")},
+			// A Secret: the suite grants ConfigMaps to every ServiceAccount
+			// cluster-wide, Secrets only the namespace's RoleBinding does.
+			Targets: []teardownv1alpha1.Target{{APIVersion: "v1", Kind: "Secret", Selector: &metav1.LabelSelector{MatchLabels: labels("app", "guarded")}}},
+			Steps:   []teardownv1alpha1.Step{srv.step("cleanup")},
 		},
 	}
 	create(t, pol)
 	if cond := waitReady(t, pol, 30*time.Second); cond.Status != metav1.ConditionTrue {
 		t.Fatalf("policy not Ready: %s: %s", cond.Reason, cond.Message)
 	}
-	cm := configMap(ns, "guarded", labels("app", "guarded"))
-	create(t, cm)
-	testenv.Eventually(t, 30*time.Second, "the ConfigMap to carry "+key, func(ctx context.Context) (bool, error) {
-		return carries(ctx, cm, key)
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "guarded", Labels: labels("app", "guarded")}}
+	create(t, secret)
+	testenv.Eventually(t, 30*time.Second, "the Secret to carry "+key, func(ctx context.Context) (bool, error) {
+		return carries(ctx, secret, key)
 	})
 
 	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
 	if err := k8s.Delete(context.Background(), nsObj); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 60*time.Second, "the policy and the ConfigMap to carry a deletionTimestamp", func(ctx context.Context) (bool, error) {
-		for _, obj := range []client.Object{&teardownv1alpha1.TeardownPolicy{}, &corev1.ConfigMap{}} {
+	testenv.Eventually(t, 60*time.Second, "the policy and the Secret to carry a deletionTimestamp", func(ctx context.Context) (bool, error) {
+		for _, obj := range []client.Object{&teardownv1alpha1.TeardownPolicy{}, &corev1.Secret{}} {
 			key := client.ObjectKeyFromObject(pol)
-			if _, ok := obj.(*corev1.ConfigMap); ok {
-				key = client.ObjectKeyFromObject(cm)
+			if _, ok := obj.(*corev1.Secret); ok {
+				key = client.ObjectKeyFromObject(secret)
 			}
 			if err := k8s.Get(ctx, key, obj); err != nil {
 				return false, client.IgnoreNotFound(err)
@@ -72,22 +80,32 @@ func TestNamespaceDeletionResumesAfterKill(t *testing.T) {
 	if err := c.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	calls := srv.callsFor(cm.UID)
+	calls := srv.callsFor(secret.UID)
+	// testenv.NewNamespace granted ServiceAccount default "edit" with this
+	// RoleBinding; the namespace controller may have deleted it already.
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "default-edit", Namespace: ns}}
+	if err := k8s.Delete(context.Background(), binding); client.IgnoreNotFound(err) != nil {
+		t.Fatal(err)
+	}
+	if err := testenv.WaitDeniedClient(context.Background(), k8s, testenv.Access(rbacv1.ServiceAccountKind, ns, "default",
+		authorizationv1.ResourceAttributes{Namespace: ns, Verb: "patch", Resource: "secrets"})); err != nil {
+		t.Fatal(err)
+	}
 	time.Sleep(500 * time.Millisecond)
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
-	if !poll(20*time.Second, 100*time.Millisecond, func(context.Context) (bool, error) { return srv.callsFor(cm.UID) > calls, nil }) {
-		t.Logf("note: the restarted controller did not call the cleanup webhook for the ConfigMap within 20s")
+	if !poll(20*time.Second, 100*time.Millisecond, func(context.Context) (bool, error) { return srv.callsFor(secret.UID) > calls, nil }) {
+		t.Logf("note: the restarted controller did not call the cleanup webhook for the Secret within 20s")
 	}
-	if _, ok := srv.succeeded(cm.UID); ok {
+	if _, ok := srv.succeeded(secret.UID); ok {
 		t.Fatalf("harness: the webhook answered Success too early")
 	}
 	succeed.Store(true)
 	start := time.Now()
 
 	goneAll := poll(60*time.Second, 200*time.Millisecond, func(ctx context.Context) (bool, error) {
-		for _, obj := range []client.Object{cm, pol, nsObj} {
+		for _, obj := range []client.Object{secret, pol, nsObj} {
 			if gone, err := testenv.Gone(k8s, obj)(ctx); err != nil || !gone {
 				return false, nil
 			}
@@ -95,10 +113,10 @@ func TestNamespaceDeletionResumesAfterKill(t *testing.T) {
 		return true, nil
 	})
 	if !goneAll {
-		t.Errorf("60s after the cleanup webhook began answering Success (%d calls for the ConfigMap, Success answered: %v):\n%s",
-			srv.callsFor(cm.UID), succeededString(srv, cm), describe(cm, pol, nsObj))
+		t.Errorf("60s after the cleanup webhook began answering Success (%d calls for the Secret, Success answered: %v):\n%s",
+			srv.callsFor(secret.UID), succeededString(srv, secret), describe(secret, pol, nsObj))
 	} else {
-		t.Logf("the ConfigMap, the policy and the namespace went %s after the webhook began answering Success", time.Since(start).Round(100*time.Millisecond))
+		t.Logf("the Secret, the policy and the namespace went %s after the webhook began answering Success", time.Since(start).Round(100*time.Millisecond))
 	}
 }
 

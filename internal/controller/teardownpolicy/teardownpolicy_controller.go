@@ -170,12 +170,17 @@ func (r *Reconciler) reconcile(ctx context.Context, obj teardownv1alpha1.PolicyO
 			ready.ObservedGeneration = obj.GetGeneration()
 			meta.SetStatusCondition(&status.Conditions, *ready)
 		}
+		// The cleanup's attempt writes its progress annotation with a patch
+		// whose answer replaces obj, status included: what serving wrote
+		// in the status is put back after it.
+		served := status.DeepCopy()
 		out, err := r.protect.Reconcile(ctx, obj)
 		if len(out.Removed) > 0 {
 			r.Index.Delete(policy.RefOf(obj))
 			forgetPolicy(obj)
 			return reconcile.Result{}, err
 		}
+		*obj.PolicyStatus() = *served
 		if err == nil {
 			err = r.writeStatus(ctx, base, obj)
 		}
@@ -220,10 +225,11 @@ func (r *Reconciler) serveDeleting(ctx context.Context, obj teardownv1alpha1.Pol
 	}
 	if ok {
 		recordServed(obj)
-		return &metav1.Condition{
-			Type: teardownv1alpha1.ReadyCondition, Status: metav1.ConditionTrue, Reason: teardownv1alpha1.ServingReason,
-			Message: fmt.Sprintf("deleted: finishing the teardowns it started with finalizer %s, attaching no more", pol.Key),
+		msg := fmt.Sprintf("deleted: finishing the teardowns it started with finalizer %s, attaching no more", pol.Key)
+		if cond.Message != "" {
+			msg += fmt.Sprintf("; its namespace is being deleted, which took rights its ServiceAccount needs (%s): steps that need them fail until the namespace's objects go", cond.Message)
 		}
+		return &metav1.Condition{Type: teardownv1alpha1.ReadyCondition, Status: metav1.ConditionTrue, Reason: teardownv1alpha1.ServingReason, Message: msg}
 	}
 	kept := r.keepServed(ctx, obj)
 	if current, ok := r.Index.Get(policy.RefOf(obj)); kept == "" && ok && current.UID == obj.GetUID() && current.Yielded() {

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/guarded"
 	"github.com/teardown-dev/teardown/internal/policy"
 	"github.com/teardown-dev/teardown/internal/steps"
 	"github.com/teardown-dev/teardown/pkg/finalizer"
@@ -26,7 +27,10 @@ func notReady(reason, format string, args ...any) metav1.Condition {
 }
 
 // validate checks a policy version against the cluster before it is put in
-// force. It returns ok, or the Ready condition that says what is wrong.
+// force. It returns ok, or the Ready condition that says what is wrong. A
+// deleted policy of a namespace being deleted is ok without the rights the
+// namespace's deletion took from its ServiceAccount (finishesItsNamespace):
+// then the condition returned with ok says which.
 func (r *Reconciler) validate(ctx context.Context, pol *policy.Policy, polErr error, status *teardownv1alpha1.TeardownPolicyStatus) (metav1.Condition, bool) {
 	var fieldErr *policy.FieldError
 	if errors.As(polErr, &fieldErr) {
@@ -45,15 +49,24 @@ func (r *Reconciler) validate(ctx context.Context, pol *policy.Policy, polErr er
 	if !ok {
 		return cond, false
 	}
+	var unchecked metav1.Condition
 	if cond, ok, identityDenied := r.checkCluster(ctx, pol, needs); !ok {
-		if identityDenied {
+		if !identityDenied {
+			return cond, false
+		}
+		finishing, err := r.finishesItsNamespace(ctx, pol)
+		if err != nil {
+			return notReady(teardownv1alpha1.ForbiddenReason, "%s", err), false
+		}
+		if !finishing {
 			// The ServiceAccount the policy acts as may no longer do what it
 			// needs: an earlier version must not go on guarding (with the
 			// controller's rights) what its author's identity can no longer
 			// touch. Teardowns under way wait, unreleased, until it may.
 			r.Index.Delete(pol.Ref)
+			return cond, false
 		}
-		return cond, false
+		unchecked = cond
 	}
 	if cond, ok := r.checkOwner(ctx, pol, status); !ok {
 		// Another policy owns the key now: this one must stop attaching
@@ -62,17 +75,37 @@ func (r *Reconciler) validate(ctx context.Context, pol *policy.Policy, polErr er
 		r.yield(ctx, pol, status)
 		return cond, false
 	}
-	if status.Finalizer != "" && status.Finalizer == pol.Key {
-		// Served with this key before (its status records it, whether it
-		// is Ready now or yielded it for a while): the check is whether
-		// the key was someone else's before this policy took it. A key a
-		// tenant writes since on an object the policy does not select is
-		// no such evidence, and must not unserve the policy and stall the
-		// teardowns it started (the policy never touches that object),
-		// nor keep it from serving again once a rival it yielded to goes.
-		return metav1.Condition{}, true
+	// A key its status records as served (whether it is Ready now or
+	// yielded it for a while) is not checked for being someone else's
+	// again: a key a tenant writes since on an object the policy does not
+	// select is no such evidence, and must not unserve the policy and stall
+	// the teardowns it started (the policy never touches that object), nor
+	// keep it from serving again once a rival it yielded to goes.
+	if status.Finalizer == "" || status.Finalizer != pol.Key {
+		if cond, ok := r.checkForeignKey(ctx, pol); !ok {
+			return cond, false
+		}
 	}
-	return r.checkForeignKey(ctx, pol)
+	return unchecked, true
+}
+
+// finishesItsNamespace tells whether pol is a deleted TeardownPolicy whose
+// namespace is being deleted (read from the API server): such a policy is
+// kept in force, as deleting, even when its ServiceAccount lost rights it
+// needs. The namespace's deletion deletes its RoleBindings along with
+// everything else, in no set order, and a Terminating namespace refuses a
+// new one: checking those rights again would stall, for good, every teardown
+// the namespace owes (the namespace stuck Terminating). Nothing is gained
+// with rights the ServiceAccount lost: a deleting policy attaches nothing,
+// its steps still act as the ServiceAccount (the API server refuses what it
+// may no longer do, and the step waits, saying so), and what the controller
+// writes with its own identity on an object carrying the key is what it
+// writes for any policy.
+func (r *Reconciler) finishesItsNamespace(ctx context.Context, pol *policy.Policy) (bool, error) {
+	if !pol.Deleting || pol.Ref.Kind != policy.KindNamespaced {
+		return false, nil
+	}
+	return guarded.NamespaceTerminating(ctx, r.reader, pol.Ref.Namespace)
 }
 
 // needs lists every permission pol needs, from the controller or from the
