@@ -410,14 +410,20 @@ func TestNamespaceDeletionWaitsForCleanup(t *testing.T) {
 // TestNamespaceDeletionWaitsForCleanup, one run in five). The policy,
 // deleted with its namespace and checked again then (its generation moves),
 // stays in force as deleting and finishes the teardowns the namespace owes,
-// its Ready condition naming the right that went. Here the RoleBinding goes
-// first, and the cleanup answers InProgress until that condition shows.
+// its Ready condition naming the right that went; a spec edited then gets no
+// such leave. Here the RoleBinding goes first, and the cleanup answers
+// InProgress until those conditions show.
 func TestNamespaceDeletionOutlivesItsRoleBindings(t *testing.T) {
 	ns := testenv.NewNamespace(t, k8s)
 	var finish atomic.Bool
 	var mu sync.Mutex
-	cleaned := map[string]bool{}
+	cleaned, edited := map[string]bool{}, 0
 	srv := newCleanupServer(t, func(_ int, req steps.WebhookRequest, w http.ResponseWriter) {
+		if req.Step != "deregister" {
+			mu.Lock()
+			edited++
+			mu.Unlock()
+		}
 		if !finish.Load() {
 			answerJSON(w, http.StatusOK, steps.WebhookResponse{Status: steps.WebhookInProgress, RetryAfterSeconds: 1})
 			return
@@ -467,6 +473,30 @@ func TestNamespaceDeletionOutlivesItsRoleBindings(t *testing.T) {
 			strings.Contains(cond.Message, "ServiceAccount "+ns+"/default may not patch configmaps"), nil
 	})
 	t.Logf("Ready: %s", last)
+	// A spec edited now is not the version checked while the rights were
+	// there: it gets no such leave, and the version served before finishes.
+	got := &teardownv1alpha1.TeardownPolicy{}
+	if err := k8s.Get(t.Context(), client.ObjectKeyFromObject(pol), got); err != nil {
+		t.Fatal(err)
+	}
+	base := got.DeepCopy()
+	got.Spec.Steps = []teardownv1alpha1.Step{srv.webhookStep("edited-while-deleted")}
+	if err := k8s.Patch(t.Context(), got, client.MergeFrom(base)); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 30*time.Second, "the edited spec refused, the version served before in force", func(ctx context.Context) (bool, error) {
+		got := &teardownv1alpha1.TeardownPolicy{}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(pol), got); err != nil {
+			return false, err
+		}
+		cond := meta.FindStatusCondition(got.Status.Conditions, teardownv1alpha1.ReadyCondition)
+		if cond == nil || cond.ObservedGeneration != got.Generation {
+			return false, nil
+		}
+		last = cond.Message
+		return strings.Contains(cond.Message, "its current spec cannot be served (the version served before (generation "), nil
+	})
+	t.Logf("Ready after the edit: %s", last)
 	finish.Store(true)
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
@@ -481,6 +511,9 @@ func TestNamespaceDeletionOutlivesItsRoleBindings(t *testing.T) {
 		if !cleaned[n] {
 			t.Errorf("namespace went away before %s's cleanup ran", n)
 		}
+	}
+	if edited > 0 {
+		t.Errorf("the spec edited after the rights went was served: its step was called %d time(s)", edited)
 	}
 }
 

@@ -217,7 +217,7 @@ func (r *Reconciler) serveDeleting(ctx context.Context, obj teardownv1alpha1.Pol
 			return nil // never served: it guards nothing
 		}
 	}
-	cond, ok := r.validate(ctx, pol, polErr, obj.PolicyStatus())
+	cond, ok := r.validate(ctx, pol, polErr, obj.PolicyStatus(), specRecorded(obj))
 	if ok {
 		if err := r.putInForce(ctx, pol, obj.PolicyStatus()); err != nil {
 			cond, ok = notReady(teardownv1alpha1.ForbiddenReason, "%s", err.Error()), false

@@ -28,7 +28,7 @@ import (
 // served leaves any earlier version of itself in force, so objects that
 // version guards are still cleaned up rather than stuck.
 func (r *Reconciler) serve(ctx context.Context, obj teardownv1alpha1.PolicyObject, pol *policy.Policy, polErr error) metav1.Condition {
-	if cond, ok := r.validate(ctx, pol, polErr, obj.PolicyStatus()); !ok {
+	if cond, ok := r.validate(ctx, pol, polErr, obj.PolicyStatus(), false); !ok {
 		if kept := r.keepServed(ctx, obj); kept != "" {
 			cond.Message += "; " + kept
 		}
@@ -86,7 +86,7 @@ func (r *Reconciler) keepServed(ctx context.Context, obj teardownv1alpha1.Policy
 		return ""
 	}
 	pol, polErr := policy.FromObject(served)
-	if _, ok := r.validate(ctx, pol, polErr, obj.PolicyStatus()); !ok {
+	if _, ok := r.validate(ctx, pol, polErr, obj.PolicyStatus(), true); !ok {
 		return ""
 	}
 	if err := r.putInForce(ctx, pol, obj.PolicyStatus()); err != nil {
@@ -112,6 +112,17 @@ func servedVersion(obj teardownv1alpha1.PolicyObject) teardownv1alpha1.PolicyObj
 	*served.PolicySpec() = spec
 	served.SetGeneration(status.ServedGeneration)
 	return served
+}
+
+// specRecorded tells whether obj's spec is the one its status records as
+// served (status.servedSpec, as recordServed writes it).
+func specRecorded(obj teardownv1alpha1.PolicyObject) bool {
+	served := obj.PolicyStatus().ServedSpec
+	if served == "" {
+		return false
+	}
+	spec, err := json.Marshal(obj.PolicySpec())
+	return err == nil && string(spec) == served
 }
 
 // maxServedSpec bounds what is parsed, as the CRD bounds status.servedSpec.

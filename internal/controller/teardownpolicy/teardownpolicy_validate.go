@@ -28,10 +28,13 @@ func notReady(reason, format string, args ...any) metav1.Condition {
 
 // validate checks a policy version against the cluster before it is put in
 // force. It returns ok, or the Ready condition that says what is wrong. A
-// deleted policy of a namespace being deleted is ok without the rights the
-// namespace's deletion took from its ServiceAccount (finishesItsNamespace):
-// then the condition returned with ok says which.
-func (r *Reconciler) validate(ctx context.Context, pol *policy.Policy, polErr error, status *teardownv1alpha1.TeardownPolicyStatus) (metav1.Condition, bool) {
+// deleted policy of a namespace being deleted, in the version its status
+// records as served (recorded), is ok without the rights the namespace's
+// deletion took from its ServiceAccount (finishesItsNamespace): then the
+// condition returned with ok says which. Another version (a spec edited
+// since) gets no such leave: the recorded one stays in force instead
+// (keepServed).
+func (r *Reconciler) validate(ctx context.Context, pol *policy.Policy, polErr error, status *teardownv1alpha1.TeardownPolicyStatus, recorded bool) (metav1.Condition, bool) {
 	var fieldErr *policy.FieldError
 	if errors.As(polErr, &fieldErr) {
 		return notReady(fieldErr.Reason, "%s", fieldErr.Error()), false
@@ -64,6 +67,9 @@ func (r *Reconciler) validate(ctx context.Context, pol *policy.Policy, polErr er
 			// controller's rights) what its author's identity can no longer
 			// touch. Teardowns under way wait, unreleased, until it may.
 			r.Index.Delete(pol.Ref)
+			return cond, false
+		}
+		if !recorded {
 			return cond, false
 		}
 		unchecked = cond
