@@ -81,7 +81,7 @@ func main() {
 	flag.IntVar(&o.dataBytes, "data-bytes", 0, "Bytes of data in each ConfigMap of the throughput runs.")
 	flag.IntVar(&o.driverWorkers, "driver-workers", 32, "Goroutines that create and delete the objects.")
 	flag.StringVar(&rawConcurrency, "raw-concurrency", "8,16,32,64", "Concurrencies the raw client tries; the best is kept.")
-	flag.StringVar(&o.rawWrite, "raw-write", rawStrategic, "How the raw client removes the finalizer: "+rawStrategic+" (what the library sends to a built-in kind being deleted: the entry deleted by value, uid and resourceVersion pinned) or "+rawJSONPatch+" (its guarded JSON patch: uid and entry tested), to measure what the API server spends on each.")
+	flag.StringVar(&o.rawWrite, "raw-write", rawStrategic, "How the raw client removes the finalizer: "+rawStrategic+" (what the library sends to a built-in kind being deleted: the entry deleted by value, uid and resourceVersion pinned) "+rawJSONPatch+" (its guarded JSON patch: uid and entry tested) or "+rawMerge+" (the whole list replaced, uid pinned), to measure what the API server spends on each.")
 	flag.IntVar(&o.teardownWorkers, "teardown-workers", controller.DefaultOptions().TargetWorkers, "teardown-controller --target-workers.")
 	flag.IntVar(&o.tunedWorkers, "tuned-workers", 0, "Workers of the tuned baseline; 0 is the same as -teardown-workers.")
 	flag.IntVar(&o.tunedQPS, "tuned-qps", 1000, "Client QPS of the tuned baseline (burst is twice that).")
@@ -125,8 +125,8 @@ func main() {
 		}
 		o.scenarios = append(o.scenarios, s)
 	}
-	if o.rawWrite != rawJSONPatch && o.rawWrite != rawStrategic {
-		fmt.Fprintf(os.Stderr, "bench: -raw-write: %q is neither %s nor %s\n", o.rawWrite, rawJSONPatch, rawStrategic)
+	if o.rawWrite != rawJSONPatch && o.rawWrite != rawStrategic && o.rawWrite != rawMerge {
+		fmt.Fprintf(os.Stderr, "bench: -raw-write: %q is none of %s, %s, %s\n", o.rawWrite, rawJSONPatch, rawStrategic, rawMerge)
 		os.Exit(2)
 	}
 	o.rssControllers = strings.Split(*rssControllers, ",")

@@ -44,6 +44,7 @@ func phaseTimeout(n int) time.Duration { return 2*time.Minute + time.Duration(n)
 const (
 	rawJSONPatch = "json-patch"
 	rawStrategic = "strategic-merge-patch"
+	rawMerge     = "merge-patch"
 )
 
 // rawLimit measures the API server's limit for "delete, then remove the
@@ -97,6 +98,12 @@ func (b *bench) rawOnce(ctx context.Context, n, concurrency int) (report.Run, er
 			// The library pins the resourceVersion it read too; the raw
 			// client reads nothing, so only the uid.
 			pt, patch = types.StrategicMergePatchType, fmt.Sprintf(`{"metadata":{"uid":%q,"$deleteFromPrimitiveList/finalizers":[%q]}}`, uids[i], rawKey)
+		}
+		if b.opts.rawWrite == rawMerge {
+			// The whole list, as a merge patch can only replace it: safe
+			// only pinned to a resourceVersion, which the raw client does
+			// not read (rawKey is its only key).
+			pt, patch = types.MergePatchType, fmt.Sprintf(`{"metadata":{"uid":%q,"finalizers":null}}`, uids[i])
 		}
 		_, err := b.meta.Resource(configMaps).Namespace(ns).Patch(ctx, names[i], pt, []byte(patch), metav1.PatchOptions{})
 		if err != nil {
