@@ -155,11 +155,13 @@ func TestDeletedPolicyServesOnlyACheckedSpec(t *testing.T) {
 		return inProgress
 	})
 	startController(t, "controller")
+	if err := testenv.GrantServiceAccount(context.Background(), k8s, ns, "cm-only", "teardown-chaos-configmaps"); err != nil {
+		t.Fatal(err)
+	}
 	pol := &teardownv1alpha1.TeardownPolicy{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "frozen"},
 		Spec: teardownv1alpha1.TeardownPolicySpec{
-			// Every ServiceAccount may edit ConfigMaps here, and cm-only
-			// nothing else (grantServiceAccounts).
+			// cm-only may edit ConfigMaps here and nothing else.
 			ServiceAccountName: "cm-only",
 			Finalizer:          key,
 			Targets:            []teardownv1alpha1.Target{configMapTarget(labels("app", "guarded"))},

@@ -73,7 +73,7 @@ func TestMain(m *testing.M) {
 		if cs, err = kubernetes.NewForConfig(cfg); err != nil {
 			panic(err)
 		}
-		if err := grantServiceAccounts(); err != nil {
+		if err := createConfigMapRole(); err != nil {
 			panic(err)
 		}
 		if controllerCfg, err = e.AddUser(controllerUser, "system:masters"); err != nil {
@@ -82,26 +82,22 @@ func TestMain(m *testing.M) {
 	})
 }
 
-// grantServiceAccounts lets every ServiceAccount do anything with
-// ConfigMaps, the only kind these tests guard: a TeardownPolicy acts as a
-// ServiceAccount of its namespace ("default" unless it names one), which a
-// real cluster grants per namespace with a RoleBinding.
-func grantServiceAccounts() error {
-	ctx := context.Background()
+// createConfigMapRole creates the ClusterRole teardown-chaos-configmaps
+// (anything with ConfigMaps, the only kind most of these tests guard), for
+// tests to bind to a ServiceAccount in one namespace. A TeardownPolicy acts
+// as a ServiceAccount of its namespace ("default" unless it names one),
+// which testenv.NewNamespace grants "edit" with a RoleBinding in that
+// namespace, as a real cluster grants it: never cluster-wide here, or a
+// namespace's deletion, which deletes its RoleBindings, would not take the
+// rights away as it does in a real cluster (a cluster-wide grant hid that
+// from these tests until 2026-11-27).
+func createConfigMapRole() error {
 	role := &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: "teardown-chaos-configmaps"},
 		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"*"}}},
 	}
-	if err := k8s.Create(ctx, role); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := k8s.Create(context.Background(), role); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating ClusterRole %s: %w", role.Name, err)
-	}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "teardown-chaos-configmaps"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "system:serviceaccounts"}},
-	}
-	if err := k8s.Create(ctx, binding); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("granting ConfigMaps to every ServiceAccount: %w", err)
 	}
 	return nil
 }
