@@ -6,6 +6,7 @@ SPDX-License-Identifier: Apache-2.0
 package chaos_test
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -48,6 +49,22 @@ func TestModelChecker(t *testing.T) {
 			extra(&s)
 		}
 		return s
+	}
+	// servedBefore is policy p at generation 2, its spec selecting app=db,
+	// its status recording a version that selects app=web as served, and
+	// Ready=True as judged at generation observed.
+	servedBefore := func(observed int64) record {
+		served, err := json.Marshal(spec("", nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := &teardownv1alpha1.TeardownPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p", UID: "p-p", Generation: 2},
+			Spec: spec("", func(s *teardownv1alpha1.TeardownPolicySpec) {
+				s.Targets = []teardownv1alpha1.Target{configMapTarget(labels("app", "db"))}
+			})}
+		p.Status.ServedSpec, p.Status.ServedGeneration = string(served), 1
+		p.Status.Conditions = []metav1.Condition{{Type: teardownv1alpha1.ReadyCondition, Status: metav1.ConditionTrue, ObservedGeneration: observed}}
+		return record{At: at(0), Type: watch.Modified, Obj: p}
 	}
 	// cm is one state of ConfigMap cm-r0-0001 (rv names the write).
 	cm := func(s float64, rv string, app string, deletingSince float64, gone bool, fins ...string) record {
@@ -128,6 +145,16 @@ func TestModelChecker(t *testing.T) {
 		recs: append(base, pol(0, "p", spec("", func(s *teardownv1alpha1.TeardownPolicySpec) {
 			s.Targets = []teardownv1alpha1.Target{configMapTarget(labels("app", "db"))}
 		}), false)),
+		ledger: []ledgerEntry{call(4, "p", "a", hookInProgress, true)},
+		want:   map[string]int{"call-on-an-object-never-selected": 1},
+	}, {
+		name: "a call under the version served before, its Ready condition about an earlier generation",
+		recs: append(base, servedBefore(1)),
+		ledger: []ledgerEntry{call(4, "p", "a", hookInProgress, true)},
+		want:   map[string]int{},
+	}, {
+		name: "a call under the version served before, its Ready condition about this generation",
+		recs: append(base, servedBefore(2)),
 		ledger: []ledgerEntry{call(4, "p", "a", hookInProgress, true)},
 		want:   map[string]int{"call-on-an-object-never-selected": 1},
 	}, {

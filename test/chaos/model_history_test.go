@@ -277,12 +277,18 @@ func (h *history) firstSelected(p *polHist, o *objHist, key string) (time.Time, 
 }
 
 // specsInForce returns the specs a policy state may act under: its own, and
-// while it is not Ready, the version its status says stays in force
+// while it is not Ready, or its Ready condition is about an earlier
+// generation (the controller has not judged this spec yet, and serves the
+// version before until it has), the version its status says stays in force
 // (status.servedSpec: docs/controller.md, "a policy that cannot be served
 // leaves the version served before it in force").
 func specsInForce(ps polState) []teardownv1alpha1.TeardownPolicySpec {
 	specs := []teardownv1alpha1.TeardownPolicySpec{ps.Spec}
-	if !ps.Ready && ps.Status.ServedSpec != "" {
+	judged := false
+	if c := meta.FindStatusCondition(ps.Status.Conditions, teardownv1alpha1.ReadyCondition); c != nil {
+		judged = c.ObservedGeneration == ps.Gen
+	}
+	if (!ps.Ready || !judged) && ps.Status.ServedSpec != "" {
 		var served teardownv1alpha1.TeardownPolicySpec
 		if json.Unmarshal([]byte(ps.Status.ServedSpec), &served) == nil {
 			specs = append(specs, served)
