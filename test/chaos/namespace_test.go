@@ -24,8 +24,9 @@ import (
 )
 
 // TestNamespaceDeletionResumesAfterKill: a TeardownPolicy and the object it
-// guards (a Secret) are in a namespace being deleted; the controller is killed with
-// SIGKILL once the policy carries its deletionTimestamp, and started again.
+// guards (a Secret) are in a namespace being deleted; the controller is
+// killed with SIGKILL once the policy carries its deletionTimestamp, and
+// started again.
 // While it is down the RoleBinding that grants the policy's ServiceAccount
 // its rights goes (the namespace's deletion deletes it anyway, in no set
 // order): the restarted process, which knows only what the API server
@@ -42,8 +43,8 @@ func TestNamespaceDeletionResumesAfterKill(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "guard"},
 		Spec: teardownv1alpha1.TeardownPolicySpec{
 			Finalizer: key,
-			// A Secret: the suite grants ConfigMaps to every ServiceAccount
-			// cluster-wide, Secrets only the namespace's RoleBinding does.
+			// Only the namespace's RoleBinding grants the ServiceAccount
+			// its rights on Secrets (createConfigMapRole).
 			Targets: []teardownv1alpha1.Target{{APIVersion: "v1", Kind: "Secret", Selector: &metav1.LabelSelector{MatchLabels: labels("app", "guarded")}}},
 			Steps:   []teardownv1alpha1.Step{srv.step("cleanup")},
 		},
