@@ -148,13 +148,13 @@ func TestModelChecker(t *testing.T) {
 		ledger: []ledgerEntry{call(4, "p", "a", hookInProgress, true)},
 		want:   map[string]int{"call-on-an-object-never-selected": 1},
 	}, {
-		name: "a call under the version served before, its Ready condition about an earlier generation",
-		recs: append(base, servedBefore(1)),
+		name:   "a call under the version served before, its Ready condition about an earlier generation",
+		recs:   append(base, servedBefore(1)),
 		ledger: []ledgerEntry{call(4, "p", "a", hookInProgress, true)},
 		want:   map[string]int{},
 	}, {
-		name: "a call under the version served before, its Ready condition about this generation",
-		recs: append(base, servedBefore(2)),
+		name:   "a call under the version served before, its Ready condition about this generation",
+		recs:   append(base, servedBefore(2)),
 		ledger: []ledgerEntry{call(4, "p", "a", hookInProgress, true)},
 		want:   map[string]int{"call-on-an-object-never-selected": 1},
 	}, {
