@@ -43,17 +43,20 @@ func WaitAllowed(ctx context.Context, cs kubernetes.Interface, access authorizat
 
 // WaitAllowedClient is WaitAllowed through a controller-runtime client.
 func WaitAllowedClient(ctx context.Context, c client.Client, access authorizationv1.SubjectAccessReviewSpec) error {
-	return waitAllowed(ctx, func(ctx context.Context, sar *authorizationv1.SubjectAccessReview) (*authorizationv1.SubjectAccessReview, error) {
-		return sar, c.Create(ctx, sar)
-	}, access)
+	return waitAllowed(ctx, reviewClient(c), access)
 }
 
 // WaitDeniedClient returns once the API server's authorizer answers no to
 // access: a binding just deleted may still grant for a moment.
 func WaitDeniedClient(ctx context.Context, c client.Client, access authorizationv1.SubjectAccessReviewSpec) error {
-	return waitAnswer(ctx, func(ctx context.Context, sar *authorizationv1.SubjectAccessReview) (*authorizationv1.SubjectAccessReview, error) {
+	return waitAnswer(ctx, reviewClient(c), access, false)
+}
+
+// reviewClient asks c's API server for a SubjectAccessReview.
+func reviewClient(c client.Client) func(context.Context, *authorizationv1.SubjectAccessReview) (*authorizationv1.SubjectAccessReview, error) {
+	return func(ctx context.Context, sar *authorizationv1.SubjectAccessReview) (*authorizationv1.SubjectAccessReview, error) {
 		return sar, c.Create(ctx, sar)
-	}, access, false)
+	}
 }
 
 func waitAllowed(ctx context.Context, review func(context.Context, *authorizationv1.SubjectAccessReview) (*authorizationv1.SubjectAccessReview, error),

@@ -51,21 +51,28 @@ func (r *Reconciler) serve(ctx context.Context, obj teardownv1alpha1.PolicyObjec
 // (servedSpec, servedGeneration): the version that stays in force if a later
 // spec cannot be served, read from the API server after a restart.
 func recordServed(obj teardownv1alpha1.PolicyObject) {
-	status := obj.PolicyStatus()
-	spec, err := json.Marshal(obj.PolicySpec())
+	spec, err := specRecord(obj)
 	if err != nil {
 		return // a spec the API server stored always marshals
 	}
-	status.ServedSpec, status.ServedGeneration = string(spec), obj.GetGeneration()
+	status := obj.PolicyStatus()
+	status.ServedSpec, status.ServedGeneration = spec, obj.GetGeneration()
+}
+
+// specRecord is obj's spec as status.servedSpec records it.
+func specRecord(obj teardownv1alpha1.PolicyObject) (string, error) {
+	spec, err := json.Marshal(obj.PolicySpec())
+	return string(spec), err
 }
 
 // keepServed keeps in force the version of obj served before, when its
 // current spec cannot be served: the one this process serves, else (after a
 // restart) the one status.servedSpec records, checked again first (the
 // status is the controller's, but anyone granted policies/status could
-// write it: it is served only if it passes every check). A policy being
-// deleted keeps it as deleting, so the teardowns it started finish. It says
-// what stays in force, "" when nothing does.
+// write it: it is served only if it passes every check, but for the
+// ServiceAccount's rights a namespace's deletion took, validate). A policy
+// being deleted keeps it as deleting, so the teardowns it started finish.
+// It says what stays in force, "" when nothing does.
 func (r *Reconciler) keepServed(ctx context.Context, obj teardownv1alpha1.PolicyObject) string {
 	if current, ok := r.Index.Get(policy.RefOf(obj)); ok && current.UID == obj.GetUID() {
 		if current.Yielded() {
@@ -115,14 +122,14 @@ func servedVersion(obj teardownv1alpha1.PolicyObject) teardownv1alpha1.PolicyObj
 }
 
 // specRecorded tells whether obj's spec is the one its status records as
-// served (status.servedSpec, as recordServed writes it).
+// served.
 func specRecorded(obj teardownv1alpha1.PolicyObject) bool {
 	served := obj.PolicyStatus().ServedSpec
 	if served == "" {
 		return false
 	}
-	spec, err := json.Marshal(obj.PolicySpec())
-	return err == nil && string(spec) == served
+	spec, err := specRecord(obj)
+	return err == nil && spec == served
 }
 
 // maxServedSpec bounds what is parsed, as the CRD bounds status.servedSpec.
