@@ -69,6 +69,14 @@ var hand = map[string]string{
 	"config/rbac/service_account.yaml": "templates/serviceaccount.yaml: its name and annotations are values",
 }
 
+// aggregated are config/rbac's ClusterRoles aggregated into the built-in
+// view, edit and admin roles, rendered while rbac.aggregateClusterRoles is
+// on (a cluster that grants TeardownPolicies otherwise turns it off).
+var aggregated = map[string]string{
+	"config/rbac/teardownpolicy_view_role.yaml": "rbac.aggregateClusterRoles",
+	"config/rbac/teardownpolicy_edit_role.yaml": "rbac.aggregateClusterRoles",
+}
+
 // monitoring are config/monitoring's files and the values that turn them on.
 var monitoring = []source{
 	{from: "config/monitoring/servicemonitor.yaml", to: "templates/monitoring/servicemonitor.yaml", cond: "serviceMonitor.enabled", labels: "serviceMonitor.labels"},
@@ -101,7 +109,11 @@ func sources(root string) ([]source, error) {
 			if _, ok := hand[from]; ok {
 				continue
 			}
-			out = append(out, source{from: from, to: path.Join(d.to, path.Base(f)), cond: d.cond, crd: d.dir == "config/crd"})
+			cond := d.cond
+			if c, ok := aggregated[from]; ok {
+				cond = c
+			}
+			out = append(out, source{from: from, to: path.Join(d.to, path.Base(f)), cond: cond, crd: d.dir == "config/crd"})
 		}
 	}
 	for _, m := range append(slices.Clone(monitoring), optIn...) {

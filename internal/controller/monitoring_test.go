@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -24,7 +25,11 @@ import (
 	"sigs.k8s.io/yaml"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/controller/diagnosis"
+	"github.com/teardown-dev/teardown/internal/controller/teardownpolicy"
 	"github.com/teardown-dev/teardown/internal/steps"
+	"github.com/teardown-dev/teardown/internal/waits"
+	"github.com/teardown-dev/teardown/pkg/finalizer"
 	"github.com/teardown-dev/teardown/internal/testenv"
 )
 
@@ -45,7 +50,7 @@ func policyGauge(t *testing.T, metric, name string) (float64, bool) {
 			for _, l := range m.GetLabel() {
 				labels[l.GetName()] = l.GetValue()
 			}
-			if labels["kind"] == "ClusterTeardownPolicy" && labels["name"] == name && labels["namespace"] == "" {
+			if labels["kind"] == "ClusterTeardownPolicy" && labels["name"] == name && labels["policy_namespace"] == "" {
 				return m.GetGauge().GetValue(), true
 			}
 		}
@@ -245,4 +250,204 @@ func TestMonitoringUsesRegisteredMetrics(t *testing.T) {
 			t.Errorf("config/monitoring does not show %s", want)
 		}
 	}
+}
+
+// targetLabels are the labels the Prometheus Operator gives every series a
+// ServiceMonitor or PodMonitor scrapes (its target's), before the monitor's
+// own relabelings and targetLabels.
+var targetLabels = []string{"job", "instance", "namespace", "service", "pod", "container", "endpoint"}
+
+// variableLabels are the label names of every metric the controller
+// registers, by metric, read from the collectors' descriptions (a vector
+// with no series yet still describes its labels).
+func variableLabels(t *testing.T) map[string][]string {
+	t.Helper()
+	var collectors []prometheus.Collector
+	collectors = append(collectors, finalizer.Collectors()...)
+	collectors = append(collectors, teardownpolicy.Collectors()...)
+	collectors = append(collectors, diagnosis.Collectors()...)
+	collectors = append(collectors, waits.Collectors()...)
+	descRE := regexp.MustCompile(`fqName: "([^"]+)".*variableLabels: \{([^}]*)\}`)
+	labels := map[string][]string{}
+	for _, c := range collectors {
+		ch := make(chan *prometheus.Desc, 16)
+		go func() { c.Describe(ch); close(ch) }()
+		for d := range ch {
+			m := descRE.FindStringSubmatch(d.String())
+			if m == nil {
+				t.Fatalf("cannot read the labels of %s", d)
+			}
+			var names []string
+			for _, l := range strings.Split(m[2], ",") {
+				if l = strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(l), "c("), ")"); l != "" {
+					names = append(names, l)
+				}
+			}
+			labels[m[1]] = names
+		}
+	}
+	return labels
+}
+
+// TestMonitorsKeepMetricLabels: no metric label of the controller's is one
+// the shipped ServiceMonitor or PodMonitor sets on the target (without
+// honorLabels, Prometheus would rename the metric's to exported_<name>, and
+// alerts and dashboards would read the target's value instead: the per-policy
+// gauges' namespace once became the controller's), and every label the
+// alerts and dashboard group by or print is one their metrics have.
+func TestMonitorsKeepMetricLabels(t *testing.T) {
+	root, err := testenv.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics := variableLabels(t)
+	if got := metrics["teardown_policy_ready"]; len(got) == 0 {
+		t.Fatalf("teardown_policy_ready has no labels read: %v", metrics)
+	}
+	for _, file := range []string{"servicemonitor.yaml", "podmonitor.yaml"} {
+		data, err := os.ReadFile(filepath.Join(root, "config", "monitoring", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mon struct {
+			Spec struct {
+				TargetLabels    []string `json:"targetLabels"`
+				PodTargetLabels []string `json:"podTargetLabels"`
+				Endpoints       []struct {
+					HonorLabels bool `json:"honorLabels"`
+					Relabelings []struct {
+						TargetLabel string `json:"targetLabel"`
+					} `json:"relabelings"`
+				} `json:"endpoints"`
+				PodMetricsEndpoints []struct {
+					HonorLabels bool `json:"honorLabels"`
+					Relabelings []struct {
+						TargetLabel string `json:"targetLabel"`
+					} `json:"relabelings"`
+				} `json:"podMetricsEndpoints"`
+			} `json:"spec"`
+		}
+		if err := yaml.Unmarshal(data, &mon); err != nil {
+			t.Fatal(err)
+		}
+		endpoints := append(mon.Spec.Endpoints, mon.Spec.PodMetricsEndpoints...)
+		if len(endpoints) == 0 {
+			t.Fatalf("%s has no endpoints", file)
+		}
+		for _, ep := range endpoints {
+			if ep.HonorLabels {
+				continue
+			}
+			set := append(append(append([]string{}, targetLabels...), mon.Spec.TargetLabels...), mon.Spec.PodTargetLabels...)
+			for _, r := range ep.Relabelings {
+				set = append(set, r.TargetLabel)
+			}
+			for metric, names := range metrics {
+				for _, n := range names {
+					if slices.Contains(set, n) {
+						t.Errorf("%s sets the target label %q, which %s carries: Prometheus would rename it exported_%s", file, n, metric, n)
+					}
+				}
+			}
+		}
+	}
+
+	// The labels the expressions group by, and the ones alerts and legends
+	// print, are labels of the metrics they read (or a target's).
+	byRE := regexp.MustCompile(`by \(([^)]*)\)`)
+	for where, expr := range monitoringExpressions(t) {
+		var have []string
+		for _, m := range metricSelector.FindAllStringSubmatch(expr, -1) {
+			name := m[1]
+			for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+				if trimmed, ok := strings.CutSuffix(name, suffix); ok && metrics[trimmed] != nil {
+					name = trimmed
+					have = append(have, "le")
+				}
+			}
+			have = append(have, metrics[name]...)
+		}
+		have = append(have, targetLabels...)
+		for _, m := range byRE.FindAllStringSubmatch(expr, -1) {
+			for _, l := range strings.Split(m[1], ",") {
+				if l = strings.TrimSpace(l); !slices.Contains(have, l) {
+					t.Errorf("%s groups by %q, which its metrics do not have (%v)", where, l, have)
+				}
+			}
+		}
+	}
+	for _, printed := range monitoringLabelsPrinted(t, root) {
+		if !slices.Contains(metrics[printed.metric], printed.label) && !slices.Contains(targetLabels, printed.label) {
+			t.Errorf("%s prints %q, which %s does not have (%v)", printed.where, printed.label, printed.metric, metrics[printed.metric])
+		}
+	}
+}
+
+type printedLabel struct{ where, metric, label string }
+
+// monitoringLabelsPrinted are the labels the alerts' summaries
+// ({{ $labels.x }}) and the dashboard's legends ({{x}}) show, with the metric
+// of their expression (the first one it reads).
+func monitoringLabelsPrinted(t *testing.T, root string) []printedLabel {
+	t.Helper()
+	var out []printedLabel
+	first := func(expr string) string {
+		if m := metricSelector.FindStringSubmatch(expr); m != nil {
+			return m[1]
+		}
+		return ""
+	}
+	data, err := os.ReadFile(filepath.Join(root, "config", "monitoring", "prometheusrule.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rule struct {
+		Spec struct {
+			Groups []struct {
+				Rules []struct {
+					Alert       string            `json:"alert"`
+					Expr        string            `json:"expr"`
+					Annotations map[string]string `json:"annotations"`
+				} `json:"rules"`
+			} `json:"groups"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal(data, &rule); err != nil {
+		t.Fatal(err)
+	}
+	alertRE := regexp.MustCompile(`\$labels\.([a-zA-Z_][a-zA-Z0-9_]*)`)
+	for _, g := range rule.Spec.Groups {
+		for _, r := range g.Rules {
+			for _, text := range r.Annotations {
+				for _, m := range alertRE.FindAllStringSubmatch(text, -1) {
+					out = append(out, printedLabel{"alert " + r.Alert, first(r.Expr), m[1]})
+				}
+			}
+		}
+	}
+	data, err = os.ReadFile(filepath.Join(root, "config", "monitoring", "dashboard.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dashboard struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr         string `json:"expr"`
+				LegendFormat string `json:"legendFormat"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(data, &dashboard); err != nil {
+		t.Fatal(err)
+	}
+	legendRE := regexp.MustCompile(`\{\{\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*\}\}`)
+	for _, p := range dashboard.Panels {
+		for _, target := range p.Targets {
+			for _, m := range legendRE.FindAllStringSubmatch(target.LegendFormat, -1) {
+				out = append(out, printedLabel{"panel " + p.Title, first(target.Expr), m[1]})
+			}
+		}
+	}
+	return out
 }

@@ -14,12 +14,17 @@ import (
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 )
 
-// Per-policy gauges, one series per policy (kind, namespace, name): the
+// Per-policy gauges, one series per policy (kind, policy_namespace, name): the
 // status counts and the Ready condition, as kubectl get shows them, for
 // alerts and dashboards. Set when the status is computed, deleted when the
 // policy goes.
 var (
-	policyLabels = []string{"kind", "namespace", "name"}
+	// The policy's namespace is policy_namespace, not namespace: Prometheus
+	// gives every scraped series its target's namespace (the controller's),
+	// and without honorLabels renames a namespace label of the metric to
+	// exported_namespace, so alerts and dashboards would see the
+	// controller's namespace for every policy.
+	policyLabels = []string{"kind", "policy_namespace", "name"}
 
 	policyReady = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "teardown_policy_ready",
@@ -55,7 +60,7 @@ func policyMetricLabels(obj client.Object) prometheus.Labels {
 	if _, ok := obj.(*teardownv1alpha1.ClusterTeardownPolicy); ok {
 		kind = "ClusterTeardownPolicy"
 	}
-	return prometheus.Labels{"kind": kind, "namespace": obj.GetNamespace(), "name": obj.GetName()}
+	return prometheus.Labels{"kind": kind, "policy_namespace": obj.GetNamespace(), "name": obj.GetName()}
 }
 
 // observePolicy sets the gauges from the status just computed.

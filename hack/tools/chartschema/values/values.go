@@ -27,6 +27,7 @@ type Values struct {
 	// acts, the others wait and take over.
 	ReplicaCount   int            `json:"replicaCount" jsonschema:"minimum=0"`
 	ServiceAccount ServiceAccount `json:"serviceAccount"`
+	RBAC           RBAC           `json:"rbac"`
 	CRDs           CRDs           `json:"crds"`
 	LeaderElection Toggle         `json:"leaderElection"`
 	// The controller container's resources (requests, limits); limits.memory
@@ -103,6 +104,12 @@ type ServiceAccount struct {
 	// it.
 	Name        string            `json:"name" jsonschema:"minLength=1"`
 	Annotations map[string]string `json:"annotations"`
+}
+
+type RBAC struct {
+	// Ship the ClusterRoles teardown-view and teardown-edit, aggregated into
+	// the built-in view, edit and admin roles (TeardownPolicy only).
+	AggregateClusterRoles bool `json:"aggregateClusterRoles"`
 }
 
 type CRDs struct {
