@@ -28,9 +28,9 @@ import (
 	"github.com/teardown-dev/teardown/internal/controller/diagnosis"
 	"github.com/teardown-dev/teardown/internal/controller/teardownpolicy"
 	"github.com/teardown-dev/teardown/internal/steps"
+	"github.com/teardown-dev/teardown/internal/testenv"
 	"github.com/teardown-dev/teardown/internal/waits"
 	"github.com/teardown-dev/teardown/pkg/finalizer"
-	"github.com/teardown-dev/teardown/internal/testenv"
 )
 
 // policyGauge reads one per-policy gauge of a ClusterTeardownPolicy from the

@@ -66,7 +66,7 @@ func TestAggregatedRolesHandTeamsTheirPolicies(t *testing.T) {
 	// kube-controller-manager's clusterrole-aggregation controller copies the
 	// rules into view, edit and admin; the authorizer sees them a moment later.
 	for _, ok := range []struct {
-		user string
+		user  string
 		attrs authorizationv1.ResourceAttributes
 	}{
 		{"team-viewer", policies(ns, "list")},
