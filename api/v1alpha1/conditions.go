@@ -9,6 +9,20 @@ package v1alpha1
 // force: True when the controller watches every target and can act on it.
 const ReadyCondition = "Ready"
 
+// StalledCondition and ReconcilingCondition are the abnormal-true
+// conditions kstatus reads (Flux's health checks, kubectl wait, cli-utils),
+// beside Ready. Stalled is True, with Ready's reason and message, while the
+// policy is refused: it stays so until its spec, RBAC or the cluster
+// changes. Reconciling is True while a deleted policy finishes the teardowns
+// it started (reason Deleting). Neither is present otherwise.
+const (
+	StalledCondition     = "Stalled"
+	ReconcilingCondition = "Reconciling"
+	// DeletingReason (Reconciling=True): the policy is deleted and finishes
+	// the teardowns it started before it goes.
+	DeletingReason = "Deleting"
+)
+
 // Reasons of the Ready condition.
 const (
 	// ServingReason (Ready=True): every target is watched and guarded.

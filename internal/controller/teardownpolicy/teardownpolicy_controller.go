@@ -22,7 +22,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -167,8 +166,7 @@ func (r *Reconciler) reconcile(ctx context.Context, obj teardownv1alpha1.PolicyO
 		// Served again after a restart, and served as deleting: no more
 		// attaching, teardowns under way go on.
 		if ready := r.serveDeleting(ctx, obj, pol, polErr); ready != nil {
-			ready.ObservedGeneration = obj.GetGeneration()
-			meta.SetStatusCondition(&status.Conditions, *ready)
+			setConditions(status, *ready, obj.GetGeneration(), true)
 		}
 		// The cleanup's attempt writes its progress annotation with a patch
 		// whose answer replaces obj, status included: what serving wrote
@@ -192,9 +190,7 @@ func (r *Reconciler) reconcile(ctx context.Context, obj teardownv1alpha1.PolicyO
 		return out.Result(), err
 	}
 
-	ready := r.serve(ctx, obj, pol, polErr)
-	ready.ObservedGeneration = obj.GetGeneration()
-	meta.SetStatusCondition(&status.Conditions, ready)
+	setConditions(status, r.serve(ctx, obj, pol, polErr), obj.GetGeneration(), false)
 	status.ObservedGeneration = obj.GetGeneration()
 	if err := r.writeStatus(ctx, base, obj); err != nil {
 		return reconcile.Result{}, err
