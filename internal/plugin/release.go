@@ -48,6 +48,7 @@ const (
 	flagForce           = "force"
 	flagAuditLog        = "audit-log"
 	flagResourceVersion = "resource-version"
+	flagDryRun          = "dry-run"
 )
 
 // ReleaseOptions is `kubectl teardown release`.
@@ -61,6 +62,11 @@ type ReleaseOptions struct {
 	Force           bool
 	AuditLog        string
 	ResourceVersion string
+	// DryRun is --dry-run as kubectl users type it: none (the default: a
+	// dry-run unless --yes or confirmed on a terminal), or server or client,
+	// both meaning this command's dry-run, which always checks the exact
+	// write on the server and never writes or prompts.
+	DryRun string
 
 	Now func() time.Time
 	// beforeApply runs between the evidence and the write; tests use it to
@@ -112,6 +118,9 @@ The CRD cleanup finalizer and a namespace's kubernetes token are refused without
 	cmd.Flags().BoolVarP(&o.Yes, flagYes, "y", false, "apply without asking (otherwise a dry-run, or a prompt on a terminal)")
 	cmd.Flags().BoolVar(&o.Force, flagForce, false, "allow the dangerous finalizers (CRD cleanup, namespace kubernetes) and objects not being deleted")
 	cmd.Flags().StringVar(&o.AuditLog, flagAuditLog, defaultAuditLog(), "local JSON-lines audit log")
+	cmd.Flags().StringVar(&o.DryRun, flagDryRun, "none", `"server" or "client": only show the evidence and the server-side dry-run of the exact write, never write or prompt (both check on the server); "none": the default`)
+	// A bare --dry-run means a dry-run, as kubectl's did.
+	cmd.Flags().Lookup(flagDryRun).NoOptDefVal = "server"
 	cmd.Flags().StringVar(&o.ResourceVersion, flagResourceVersion, "", "apply only if the object is still at this resourceVersion (the one a dry-run showed)")
 	// Checked before any API call, by cobra and again by Validate.
 	_ = cmd.MarkFlagRequired(flagFinalizer)
@@ -144,8 +153,19 @@ func (o *ReleaseOptions) Validate() error {
 	if strings.TrimSpace(o.Reason) == "" {
 		return usageErrorf("--%s is required: say why, for the audit record", flagReason)
 	}
+	switch o.DryRun {
+	case "none", "server", "client":
+	default:
+		return usageErrorf("--%s=%s: use server, client or none", flagDryRun, o.DryRun)
+	}
+	if o.Yes && o.dryRunOnly() {
+		return usageErrorf("--%s and --%s=%s contradict each other: choose one", flagYes, flagDryRun, o.DryRun)
+	}
 	return nil
 }
+
+// dryRunOnly reports whether --dry-run forbids the write.
+func (o *ReleaseOptions) dryRunOnly() bool { return o.DryRun == "server" || o.DryRun == "client" }
 
 // AuditRecord is one line of the audit log.
 type AuditRecord struct {
@@ -267,7 +287,7 @@ func (o *ReleaseOptions) Run(ctx context.Context) error {
 	}
 
 	if !o.Yes {
-		if !o.interactive() {
+		if o.dryRunOnly() || !o.interactive() {
 			fmt.Fprintf(o.Out, "\nDry-run: nothing changed. To apply exactly this, run:\n  kubectl teardown release %s --finalizer %s --reason %q --resource-version %s --yes\n", diagnose.TargetArg(ref), o.Finalizer, o.Reason, rv)
 			return nil
 		}

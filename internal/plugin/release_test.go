@@ -109,6 +109,38 @@ func TestReleaseWithoutConfirmationWritesNothing(t *testing.T) {
 	}
 }
 
+// --dry-run, as kubectl users type it, never writes or prompts, even on a
+// terminal that would have confirmed; with --yes it is a usage error.
+func TestReleaseDryRunFlag(t *testing.T) {
+	needCluster(t)
+	ns := newNamespace(t)
+	before := stuckConfigMap(t, ns, "cm")
+	audit := filepath.Join(t.TempDir(), "audit.jsonl")
+	for _, flag := range []string{"--dry-run", "--dry-run=server", "--dry-run=client"} {
+		var out bytes.Buffer
+		o := newReleaseOptions(kubeFlags(t), genericiooptions.IOStreams{In: strings.NewReader("nobody.teardown.invalid/stale\n"), Out: &out, ErrOut: &out})
+		o.interactive = func() bool { return true } // would confirm: the typed name
+		cmd := standaloneRelease(o)
+		cmd.SetArgs([]string{"configmap/cm", "-n", ns, "--finalizer", "nobody.teardown.invalid/stale", "--reason", "test", "--audit-log", audit, flag})
+		cmd.SetContext(t.Context())
+		if err := cmd.Execute(); err != nil || !strings.Contains(out.String(), "Dry-run: nothing changed") || strings.Contains(out.String(), "Type the finalizer") {
+			t.Fatalf("%s: %v\n%s", flag, err, out.String())
+		}
+	}
+	after, err := cs.CoreV1().ConfigMaps(ns).Get(t.Context(), "cm", metav1.GetOptions{})
+	if err != nil || after.ResourceVersion != before.ResourceVersion {
+		t.Errorf("a --dry-run changed the object: %v, rv %s -> %s", err, before.ResourceVersion, after.ResourceVersion)
+	}
+	r := cli(t, "", nil, "release", "configmap/cm", "-n", ns, "--finalizer", "nobody.teardown.invalid/stale", "--reason", "test", "--audit-log", audit, "--dry-run", "--yes")
+	if r.code != ExitUsage || !strings.Contains(r.err, "contradict") {
+		t.Errorf("--dry-run --yes: exit %d, %q; want a usage error", r.code, r.err)
+	}
+	r = cli(t, "", nil, "release", "configmap/cm", "-n", ns, "--finalizer", "nobody.teardown.invalid/stale", "--reason", "test", "--dry-run=maybe")
+	if r.code != ExitUsage {
+		t.Errorf("--dry-run=maybe: exit %d, %q; want a usage error", r.code, r.err)
+	}
+}
+
 // standaloneRelease is the release command with the kube flags, for tests
 // that reach into its options.
 func standaloneRelease(o *ReleaseOptions) *cobra.Command {
