@@ -15,20 +15,23 @@ import (
 )
 
 // command is the cycle every command's options follow, as kubectl's do:
-// read the arguments and build the clients, check the flags, then act.
+// check the flags, read the arguments and build the clients, then act.
 type command interface {
 	Complete(cmd *cobra.Command, args []string) error
+	// Validate checks the flags alone: it runs before Complete.
 	Validate() error
 	Run(ctx context.Context) error
 }
 
-// runE is a command's cobra RunE: Complete, Validate, Run.
+// runE is a command's cobra RunE: Validate (the flags, which cobra has
+// bound already), Complete, Run. A usage error is found first, so it exits
+// 2 whether or not a kubeconfig names a cluster.
 func runE(o command) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
-		if err := o.Complete(cmd, args); err != nil {
+		if err := o.Validate(); err != nil {
 			return err
 		}
-		if err := o.Validate(); err != nil {
+		if err := o.Complete(cmd, args); err != nil {
 			return err
 		}
 		// Execute gives every command a context (context.Background at

@@ -90,3 +90,26 @@ func TestNoClusterConfigured(t *testing.T) {
 		t.Errorf("--server: exit %d, want the server's connection refused:\n%s", r.code, r.err)
 	}
 }
+
+// A usage error exits 2 with or without a kubeconfig: flags are checked
+// before the cluster is looked for. Each case failed with exit 1 ("no
+// cluster is configured") before.
+func TestUsageErrorsWithoutAKubeconfig(t *testing.T) {
+	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "nonexistent", "config"))
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	t.Setenv("KUBERNETES_SERVICE_PORT", "")
+	for _, args := range [][]string{
+		{"explain", "configmap/cfg", "-o", "bogus"},
+		{"explain", "configmap/cfg", "--gc-stall-after", "0s"},
+		{"plan", "pod", "web-0", "--cascade", "sideways"},
+		{"status", "--interval", "1ms"},
+		{"status", "--watch", "-o", "json"},
+		{"release", "configmap/cfg", "--finalizer", "example.com/x", "--reason", "r", "--dry-run=maybe"},
+		{"release", "configmap/cfg", "--finalizer", "example.com/x", "--reason", " "},
+	} {
+		r := cliNoKubeconfig(t, args...)
+		if r.code != ExitUsage || strings.Contains(r.err, "no cluster is configured") {
+			t.Errorf("%v: exit %d, want %d (usage):\n%s", args, r.code, ExitUsage, r.err)
+		}
+	}
+}
