@@ -286,7 +286,34 @@ func variableLabels(t *testing.T) map[string][]string {
 			labels[m[1]] = names
 		}
 	}
+	// The metrics of controller-runtime and client-go (workqueue_*,
+	// controller_runtime_*) as the running manager serves them.
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if _, ok := labels[f.GetName()]; ok || len(f.GetMetric()) == 0 {
+			continue
+		}
+		var names []string
+		for _, l := range f.GetMetric()[0].GetLabel() {
+			names = append(names, l.GetName())
+		}
+		labels[f.GetName()] = names
+	}
 	return labels
+}
+
+// baseMetric is name without a histogram's or summary's series suffix,
+// when the registry knows it so.
+func baseMetric(metrics map[string][]string, name string) (string, bool) {
+	for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+		if trimmed, ok := strings.CutSuffix(name, suffix); ok && metrics[trimmed] != nil {
+			return trimmed, suffix == "_bucket"
+		}
+	}
+	return name, false
 }
 
 // TestMonitorsKeepMetricLabels: no metric label of the controller's is one
@@ -357,17 +384,22 @@ func TestMonitorsKeepMetricLabels(t *testing.T) {
 	byRE := regexp.MustCompile(`by \(([^)]*)\)`)
 	for where, expr := range monitoringExpressions(t) {
 		var have []string
+		known := true
 		for _, m := range metricSelector.FindAllStringSubmatch(expr, -1) {
-			name := m[1]
-			for _, suffix := range []string{"_bucket", "_sum", "_count"} {
-				if trimmed, ok := strings.CutSuffix(name, suffix); ok && metrics[trimmed] != nil {
-					name = trimmed
-					have = append(have, "le")
-				}
+			name, bucket := baseMetric(metrics, m[1])
+			if _, ok := metrics[name]; !ok {
+				known = false // controller-runtime's, with no series yet
+			}
+			if bucket {
+				have = append(have, "le")
 			}
 			have = append(have, metrics[name]...)
 		}
 		have = append(have, targetLabels...)
+		if !known {
+			t.Logf("%s: not all its metrics' labels are known here; not checked", where)
+			continue
+		}
 		for _, m := range byRE.FindAllStringSubmatch(expr, -1) {
 			for _, l := range strings.Split(m[1], ",") {
 				if l = strings.TrimSpace(l); !slices.Contains(have, l) {
@@ -377,8 +409,12 @@ func TestMonitorsKeepMetricLabels(t *testing.T) {
 		}
 	}
 	for _, printed := range monitoringLabelsPrinted(t, root) {
-		if !slices.Contains(metrics[printed.metric], printed.label) && !slices.Contains(targetLabels, printed.label) {
-			t.Errorf("%s prints %q, which %s does not have (%v)", printed.where, printed.label, printed.metric, metrics[printed.metric])
+		name, _ := baseMetric(metrics, printed.metric)
+		if _, ok := metrics[name]; !ok {
+			continue // controller-runtime's, with no series yet
+		}
+		if !slices.Contains(metrics[name], printed.label) && !slices.Contains(targetLabels, printed.label) {
+			t.Errorf("%s prints %q, which %s does not have (%v)", printed.where, printed.label, name, metrics[name])
 		}
 	}
 }

@@ -27,7 +27,19 @@ import (
 func TestAggregatedRolesHandTeamsTheirPolicies(t *testing.T) {
 	ns, other := newNamespace(t), newNamespace(t)
 	for user, role := range map[string]string{"team-viewer": "view", "team-editor": "edit", "team-admin": "admin"} {
-		grant(t, ns, rbacv1.UserKind, user, role)
+		_, err := admin.RbacV1().RoleBindings(ns).Create(t.Context(), &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{GenerateName: user + "-"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The binding reaches the authorizer through an informer.
+		if err := testenv.WaitAllowed(t.Context(), admin, testenv.Access(rbacv1.UserKind, "", user,
+			authorizationv1.ResourceAttributes{Namespace: ns, Verb: "list", Resource: "configmaps"})); err != nil {
+			t.Fatal(err)
+		}
 	}
 	policies := func(ns, verb string) authorizationv1.ResourceAttributes {
 		return authorizationv1.ResourceAttributes{Namespace: ns, Verb: verb, Group: "teardown.dev", Resource: "teardownpolicies"}

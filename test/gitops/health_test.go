@@ -217,9 +217,14 @@ func TestPolicyHealth(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, serving, status.TerminatingStatus, "Progressing: deleted")
-	_, u := judge(t, ctx, serving)
-	if c := findCondition(u, teardownv1alpha1.ReconcilingCondition); c == nil || c["status"] != "True" || c["reason"] != teardownv1alpha1.DeletingReason {
-		t.Errorf("a deleted policy finishing its teardowns has Reconciling %v, want True (Deleting)", c)
+	// Both read the deletionTimestamp; the controller then says why it stays.
+	testenv.Eventually(t, 30*time.Second, "Reconciling=True (Deleting) on the deleted policy", func(ctx context.Context) (bool, error) {
+		_, u := judge(t, ctx, serving)
+		c := findCondition(u, teardownv1alpha1.ReconcilingCondition)
+		return c != nil && c["status"] == "True" && c["reason"] == teardownv1alpha1.DeletingReason, nil
+	})
+	if h, _ := judge(t, ctx, serving); h.kstatus != status.TerminatingStatus || h.argo[:len("Progressing")] != "Progressing" {
+		t.Errorf("a deleted policy finishing its teardowns reads %s and %q", h.kstatus, h.argo)
 	}
 	// Let it go: the ConfigMap's teardown is released by hand for the test's
 	// cleanup (the policy's wait never ends).
