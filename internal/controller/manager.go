@@ -119,7 +119,7 @@ func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, error) {
 		if err != nil {
 			return nil, fmt.Errorf("creating the leader-election lock: %w", err)
 		}
-		lock = gate.Lock(l)
+		lock = gate.Lock(l, nil)
 		cfg = gate.Fence(cfg)
 		opts.Controller.Lease = gate
 	}

@@ -26,6 +26,7 @@ import (
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 )
 
@@ -43,7 +44,22 @@ type Gate struct {
 	mu      sync.Mutex
 	leading bool
 	renewed time.Time // when the last successful renewal was sent
-	epoch   int64
+	epoch   Epoch
+}
+
+// Epoch names a leadership: the Lease (its UID: a Lease deleted and
+// created again starts its transitions from 0) and its leaderTransitions
+// when this replica acquired it, which grow with every acquisition.
+type Epoch struct {
+	Lease       string
+	Transitions int64
+}
+
+// Before reports whether e is an older leadership of the same Lease than o.
+// Leaderships of different Leases (or of none: no leader election) are not
+// ordered.
+func (e Epoch) Before(o Epoch) bool {
+	return e.Lease != "" && e.Lease == o.Lease && e.Transitions < o.Transitions
 }
 
 // NewGate returns a closed Gate that allows writes for bound after each
@@ -70,12 +86,11 @@ func (g *Gate) Allow() error {
 	return nil
 }
 
-// Epoch is the leadership this replica writes under: the Lease's
-// leaderTransitions when it acquired the lease, which grows with every
-// acquisition, so a newer leader's epoch is higher. 0 without a Gate.
-func (g *Gate) Epoch() int64 {
+// Epoch is the leadership this replica writes under; the zero Epoch
+// without a Gate.
+func (g *Gate) Epoch() Epoch {
 	if g == nil {
-		return 0
+		return Epoch{}
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -83,8 +98,8 @@ func (g *Gate) Epoch() int64 {
 }
 
 // renewedAt records a successful write of the lease record ler, sent at
-// sent, by identity.
-func (g *Gate) renewedAt(sent time.Time, ler resourcelock.LeaderElectionRecord, identity string) {
+// sent, by identity, to the Lease whose UID is lease.
+func (g *Gate) renewedAt(sent time.Time, ler resourcelock.LeaderElectionRecord, identity, lease string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if ler.HolderIdentity != identity || identity == "" {
@@ -92,18 +107,45 @@ func (g *Gate) renewedAt(sent time.Time, ler resourcelock.LeaderElectionRecord, 
 		g.leading = false
 		return
 	}
-	g.leading, g.renewed, g.epoch = true, sent, int64(ler.LeaderTransitions)
+	g.leading, g.renewed, g.epoch = true, sent, Epoch{Lease: lease, Transitions: int64(ler.LeaderTransitions)}
+}
+
+// current returns the epoch the Gate holds and whether it leads.
+func (g *Gate) current() (Epoch, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.epoch, g.leading
 }
 
 // Lock wraps the leader-election lock, so that the Gate learns of every
-// renewal (client-go's elector exposes no renew time).
-func (g *Gate) Lock(l resourcelock.Interface) resourcelock.Interface {
-	return &lock{Interface: l, gate: g}
+// renewal (client-go's elector exposes no renew time). uid returns the
+// Lease's UID; nil reads it from a *resourcelock.LeaseLock's client.
+func (g *Gate) Lock(l resourcelock.Interface, uid func(context.Context) (string, error)) resourcelock.Interface {
+	if uid == nil {
+		uid = leaseUID(l)
+	}
+	return &lock{Interface: l, gate: g, uid: uid}
+}
+
+// leaseUID reads the UID of a LeaseLock's Lease; another lock has none.
+func leaseUID(l resourcelock.Interface) func(context.Context) (string, error) {
+	return func(ctx context.Context) (string, error) {
+		ll, ok := l.(*resourcelock.LeaseLock)
+		if !ok {
+			return "", nil
+		}
+		lease, err := ll.Client.Leases(ll.LeaseMeta.Namespace).Get(ctx, ll.LeaseMeta.Name, metav1.GetOptions{})
+		if err != nil {
+			return "", fmt.Errorf("reading the UID of Lease %s/%s: %w", ll.LeaseMeta.Namespace, ll.LeaseMeta.Name, err)
+		}
+		return string(lease.UID), nil
+	}
 }
 
 type lock struct {
 	resourcelock.Interface
 	gate *Gate
+	uid  func(context.Context) (string, error)
 }
 
 // Create and Update count from before the request is sent: the lease the API
@@ -113,8 +155,7 @@ func (l *lock) Create(ctx context.Context, ler resourcelock.LeaderElectionRecord
 	if err := l.Interface.Create(ctx, ler); err != nil {
 		return err
 	}
-	l.gate.renewedAt(sent, ler, l.Identity())
-	return nil
+	return l.renewed(ctx, sent, ler)
 }
 
 func (l *lock) Update(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
@@ -122,6 +163,22 @@ func (l *lock) Update(ctx context.Context, ler resourcelock.LeaderElectionRecord
 	if err := l.Interface.Update(ctx, ler); err != nil {
 		return err
 	}
-	l.gate.renewedAt(sent, ler, l.Identity())
+	return l.renewed(ctx, sent, ler)
+}
+
+// renewed tells the Gate of a successful write. The Lease's UID is read
+// once per acquisition; until it is known, the Gate stays closed (the
+// write is reported failed, and the elector tries again).
+func (l *lock) renewed(ctx context.Context, sent time.Time, ler resourcelock.LeaderElectionRecord) error {
+	lease := ""
+	if epoch, leading := l.gate.current(); leading && epoch.Transitions == int64(ler.LeaderTransitions) {
+		lease = epoch.Lease
+	} else if ler.HolderIdentity == l.Identity() {
+		var err error
+		if lease, err = l.uid(ctx); err != nil {
+			return err
+		}
+	}
+	l.gate.renewedAt(sent, ler, l.Identity(), lease)
 	return nil
 }

@@ -64,7 +64,7 @@ func TestGate(t *testing.T) {
 			g := NewGate(bound)
 			g.now = func() time.Time { return now }
 			fl := &fakeLock{}
-			l := g.Lock(fl)
+			l := g.Lock(fl, func(context.Context) (string, error) { return "lease-uid", nil })
 			for _, w := range tc.writes {
 				now = start.Add(w.after)
 				fl.err = w.err
@@ -82,14 +82,77 @@ func TestGate(t *testing.T) {
 			if err := g.Allow(); (err == nil) != tc.wantAllow || err != nil && !errors.Is(err, ErrNotLeading) {
 				t.Errorf("Allow() = %v, want allowed %v", err, tc.wantAllow)
 			}
-			if got := g.Epoch(); got != tc.wantEpoch {
-				t.Errorf("Epoch() = %d, want %d", got, tc.wantEpoch)
+			want := Epoch{}
+			if tc.wantEpoch > 0 || tc.wantAllow {
+				want = Epoch{Lease: "lease-uid", Transitions: tc.wantEpoch}
+			}
+			if got := g.Epoch(); got != want {
+				t.Errorf("Epoch() = %+v, want %+v", got, want)
 			}
 		})
 	}
 	var none *Gate
-	if err := none.Allow(); err != nil || none.Epoch() != 0 {
-		t.Errorf("no gate: Allow() = %v, Epoch() = %d; want nil, 0", err, none.Epoch())
+	if err := none.Allow(); err != nil || none.Epoch() != (Epoch{}) {
+		t.Errorf("no gate: Allow() = %v, Epoch() = %+v; want nil, none", err, none.Epoch())
+	}
+}
+
+// TestEpochOrder: leaderships are ordered only within one Lease.
+func TestEpochOrder(t *testing.T) {
+	cases := []struct {
+		a, b Epoch
+		want bool
+	}{
+		{Epoch{"u", 1}, Epoch{"u", 2}, true},
+		{Epoch{"u", 2}, Epoch{"u", 1}, false},
+		{Epoch{"u", 2}, Epoch{"u", 2}, false},
+		{Epoch{"u", 1}, Epoch{"v", 5}, false}, // the Lease was deleted and created again
+		{Epoch{}, Epoch{"u", 5}, false},       // no leader election
+		{Epoch{"u", 5}, Epoch{}, false},
+	}
+	for _, tc := range cases {
+		if got := tc.a.Before(tc.b); got != tc.want {
+			t.Errorf("%+v.Before(%+v) = %v, want %v", tc.a, tc.b, got, tc.want)
+		}
+	}
+}
+
+// TestLeaseUIDIsReadOncePerAcquisition: the UID is read when the replica
+// acquires the Lease, not at every renewal; until it is read, the gate
+// stays closed.
+func TestLeaseUIDIsReadOncePerAcquisition(t *testing.T) {
+	g := NewGate(time.Hour)
+	reads := 0
+	fail := true
+	l := g.Lock(&fakeLock{}, func(context.Context) (string, error) {
+		reads++
+		if fail {
+			return "", errors.New("unavailable")
+		}
+		return "lease-uid", nil
+	})
+	held := resourcelock.LeaderElectionRecord{HolderIdentity: "me", LeaderTransitions: 2}
+	if err := l.Update(t.Context(), held); err == nil {
+		t.Fatal("acquired without the Lease's UID")
+	}
+	if err := g.Allow(); err == nil {
+		t.Error("the gate opened without the Lease's UID")
+	}
+	fail = false
+	for range 3 {
+		if err := l.Update(t.Context(), held); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := g.Allow(); err != nil {
+		t.Errorf("Allow() = %v after acquiring", err)
+	}
+	if reads != 2 {
+		t.Errorf("the UID was read %d times, want 2 (a failed read, then once)", reads)
+	}
+	held.LeaderTransitions = 3 // acquired again
+	if err := l.Update(t.Context(), held); err != nil || reads != 3 || g.Epoch() != (Epoch{"lease-uid", 3}) {
+		t.Errorf("a new acquisition: err %v, reads %d, epoch %+v", err, reads, g.Epoch())
 	}
 }
 
@@ -143,7 +206,7 @@ func TestFenceRefusesWrites(t *testing.T) {
 	if err := do(http.MethodGet); err != nil {
 		t.Errorf("GET before leading: %v", err)
 	}
-	if err := g.Lock(&fakeLock{}).Update(t.Context(), resourcelock.LeaderElectionRecord{HolderIdentity: "me"}); err != nil {
+	if err := g.Lock(&fakeLock{}, func(context.Context) (string, error) { return "lease-uid", nil }).Update(t.Context(), resourcelock.LeaderElectionRecord{HolderIdentity: "me"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := do(http.MethodPatch); err != nil {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/teardown-dev/teardown/internal/lease"
 	"github.com/teardown-dev/teardown/internal/policy"
 	"github.com/teardown-dev/teardown/pkg/finalizer"
 )
@@ -31,19 +32,22 @@ import (
 // before it was sent.
 
 // ahead reports whether rec, a record written for the object, was written by
-// a newer writer than epoch and pol: a newer leader, or the same leader
-// serving a newer version of the same policy.
-func ahead(rec record, epoch int64, pol *policy.Policy) bool {
-	if rec.Epoch != epoch {
-		return rec.Epoch > epoch
+// a newer writer than epoch and pol: a newer leader of the same Lease, or the
+// same leader serving a newer version of the same policy. Leaderships of
+// another Lease (one deleted and created again) or of none (a replica
+// without leader election) are not ordered: their records are never ahead.
+func ahead(rec record, epoch lease.Epoch, pol *policy.Policy) bool {
+	written := rec.epoch()
+	if epoch.Before(written) {
+		return true
 	}
-	return rec.Policy == pol.UID && rec.Generation > pol.Generation
+	return written == epoch && rec.Policy == pol.UID && rec.Generation > pol.Generation
 }
 
 // superseded is the error of a write refused because the record is ahead.
-func superseded(rec record, epoch int64, pol *policy.Policy) error {
+func superseded(rec record, epoch lease.Epoch, pol *policy.Policy) error {
 	return fmt.Errorf("%w: the step record was written by epoch %d, generation %d of policy %s; this writer is epoch %d, generation %d of policy %s",
-		finalizer.ErrSuperseded, rec.Epoch, rec.Generation, rec.Policy, epoch, pol.Generation, pol.UID)
+		finalizer.ErrSuperseded, rec.Epoch, rec.Generation, rec.Policy, epoch.Transitions, pol.Generation, pol.UID)
 }
 
 // Guard returns the finalizer.Guard of pol's cleanups: their removals and

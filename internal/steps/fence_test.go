@@ -33,25 +33,29 @@ import (
 // the previous release (no epoch, no generation) never is.
 func TestAhead(t *testing.T) {
 	pol := &policy.Policy{UID: "p", Generation: 4}
+	at := func(transitions int64) lease.Epoch { return lease.Epoch{Lease: "u", Transitions: transitions} }
 	cases := map[string]struct {
 		rec   record
-		epoch int64
+		epoch lease.Epoch
 		want  bool
 	}{
-		"newer leader":                        {rec: record{Policy: "p", Generation: 1, Epoch: 3}, epoch: 2, want: true},
-		"newer leader, older generation":      {rec: record{Policy: "p", Generation: 1, Epoch: 3}, epoch: 2, want: true},
-		"older leader, newer generation":      {rec: record{Policy: "p", Generation: 9, Epoch: 1}, epoch: 2, want: false},
-		"same leader, newer generation":       {rec: record{Policy: "p", Generation: 5, Epoch: 2}, epoch: 2, want: true},
-		"same leader, same generation":        {rec: record{Policy: "p", Generation: 4, Epoch: 2}, epoch: 2, want: false},
-		"same leader, older generation":       {rec: record{Policy: "p", Generation: 3, Epoch: 2}, epoch: 2, want: false},
-		"same leader, another policy":         {rec: record{Policy: "q", Generation: 9, Epoch: 2}, epoch: 2, want: false},
-		"previous release's record":           {rec: record{Policy: "p"}, epoch: 0, want: false},
-		"previous release's record, election": {rec: record{Policy: "p"}, epoch: 7, want: false},
+		"newer leader":                        {rec: record{Policy: "p", Generation: 4, Lease: "u", Epoch: 3}, epoch: at(2), want: true},
+		"newer leader, older generation":      {rec: record{Policy: "p", Generation: 1, Lease: "u", Epoch: 3}, epoch: at(2), want: true},
+		"older leader, newer generation":      {rec: record{Policy: "p", Generation: 9, Lease: "u", Epoch: 1}, epoch: at(2), want: false},
+		"same leader, newer generation":       {rec: record{Policy: "p", Generation: 5, Lease: "u", Epoch: 2}, epoch: at(2), want: true},
+		"same leader, same generation":        {rec: record{Policy: "p", Generation: 4, Lease: "u", Epoch: 2}, epoch: at(2), want: false},
+		"same leader, older generation":       {rec: record{Policy: "p", Generation: 3, Lease: "u", Epoch: 2}, epoch: at(2), want: false},
+		"same leader, another policy":         {rec: record{Policy: "q", Generation: 9, Lease: "u", Epoch: 2}, epoch: at(2), want: false},
+		"another Lease's leader":              {rec: record{Policy: "p", Generation: 4, Lease: "v", Epoch: 9}, epoch: at(2), want: false},
+		"a leader, read without election":     {rec: record{Policy: "p", Generation: 4, Lease: "u", Epoch: 9}, epoch: lease.Epoch{}, want: false},
+		"no election, newer generation":       {rec: record{Policy: "p", Generation: 5}, epoch: lease.Epoch{}, want: true},
+		"previous release's record":           {rec: record{Policy: "p"}, epoch: lease.Epoch{}, want: false},
+		"previous release's record, election": {rec: record{Policy: "p"}, epoch: at(7), want: false},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			if got := ahead(tc.rec, tc.epoch, pol); got != tc.want {
-				t.Errorf("ahead(%+v, epoch %d, generation %d) = %v, want %v", tc.rec, tc.epoch, pol.Generation, got, tc.want)
+				t.Errorf("ahead(%+v, %+v, generation %d) = %v, want %v", tc.rec, tc.epoch, pol.Generation, got, tc.want)
 			}
 		})
 	}
@@ -67,7 +71,8 @@ func (leaseLock) Update(context.Context, resourcelock.LeaderElectionRecord) erro
 func gateAt(t *testing.T, epoch int) *lease.Gate {
 	t.Helper()
 	g := lease.NewGate(time.Hour)
-	if err := g.Lock(leaseLock{}).Update(t.Context(), resourcelock.LeaderElectionRecord{HolderIdentity: "me", LeaderTransitions: epoch}); err != nil {
+	uid := func(context.Context) (string, error) { return "lease-uid", nil }
+	if err := g.Lock(leaseLock{}, uid).Update(t.Context(), resourcelock.LeaderElectionRecord{HolderIdentity: "me", LeaderTransitions: epoch}); err != nil {
 		t.Fatal(err)
 	}
 	return g
@@ -93,8 +98,12 @@ func TestFencedRun(t *testing.T) {
 	a, b, c := rc.step("a", teardownv1alpha1.FailureRetry), rc.step("b", teardownv1alpha1.FailureRetry), rc.step("c", teardownv1alpha1.FailureRetry)
 	since := time.Date(2026, 3, 1, 11, 0, 0, 0, time.UTC)
 	at := func(pol *policy.Policy, i int, generation, epoch int64) record {
-		return record{Object: "target-uid", Policy: pol.UID, Fingerprint: pol.Fingerprint, Step: i, Name: pol.Steps[i].Name,
+		rec := record{Object: "target-uid", Policy: pol.UID, Fingerprint: pol.Fingerprint, Step: i, Name: pol.Steps[i].Name,
 			Since: since, Generation: generation, Epoch: epoch}
+		if epoch > 0 {
+			rec.Lease = "lease-uid"
+		}
+		return rec
 	}
 	const epoch, generation = 3, 2
 	cases := map[string]struct {
@@ -171,7 +180,7 @@ func TestGuardTests(t *testing.T) {
 	if diff := cmp.Diff([]finalizer.Test{{Path: "/metadata/annotations"}}, tests); diff != "" {
 		t.Errorf("no annotations: tests, -want +got:\n%s", diff)
 	}
-	rec := record{Object: "target-uid", Policy: pol.UID, Fingerprint: pol.Fingerprint, Name: "a", Since: time.Unix(1, 0).UTC(), Epoch: 2}
+	rec := record{Object: "target-uid", Policy: pol.UID, Fingerprint: pol.Fingerprint, Name: "a", Since: time.Unix(1, 0).UTC(), Lease: "lease-uid", Epoch: 2}
 	store(t, f, rec)
 	tests, err = guard.Tests(f.target.Obj, testKey)
 	if err != nil {

@@ -320,7 +320,9 @@ func fenced(err error) finalizer.Result {
 // the last record.
 func (r *Runner) saveState(ctx context.Context, pol *policy.Policy, key string, t Object, recorded *record, i int, since time.Time) error {
 	rec := record{Object: t.Obj.GetUID(), Policy: pol.UID, Fingerprint: pol.Fingerprint, Step: i, Name: pol.Steps[i].Name,
-		Since: since.UTC().Truncate(time.Second), Generation: pol.Generation, Epoch: r.Lease.Epoch()}
+		Since: since.UTC().Truncate(time.Second), Generation: pol.Generation}
+	epoch := r.Lease.Epoch()
+	rec.Lease, rec.Epoch = epoch.Lease, epoch.Transitions
 	if rec == *recorded {
 		return nil
 	}

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/teardown-dev/teardown/internal/lease"
 	"github.com/teardown-dev/teardown/internal/policy"
 	"github.com/teardown-dev/teardown/pkg/finalizer"
 )
@@ -45,11 +46,18 @@ type record struct {
 	Name  string    `json:"name"`
 	Since time.Time `json:"since"`
 	// Generation is the policy's generation of the version in force that
-	// wrote the record, and Epoch the writer's leadership (lease.Gate):
-	// a writer behind either refuses to write (fence.go). A record the
-	// previous release wrote has neither: 0.
-	Generation int64 `json:"generation,omitempty"`
-	Epoch      int64 `json:"epoch,omitempty"`
+	// wrote the record; Lease and Epoch are the writer's leadership
+	// (lease.Epoch: the Lease's UID and its transitions). A writer behind
+	// either refuses to write (fence.go). A record the previous release
+	// wrote has none of them: 0.
+	Generation int64  `json:"generation,omitempty"`
+	Lease      string `json:"lease,omitempty"`
+	Epoch      int64  `json:"epoch,omitempty"`
+}
+
+// epoch is the leadership that wrote rec.
+func (rec record) epoch() lease.Epoch {
+	return lease.Epoch{Lease: rec.Lease, Transitions: rec.Epoch}
 }
 
 // StateAnnotation returns the annotation key for a policy's finalizer key.
