@@ -53,3 +53,7 @@ func Writes(method, path string) bool {
 	}
 	return !strings.HasPrefix(path, "/apis/authentication.k8s.io/") && !strings.HasPrefix(path, "/apis/authorization.k8s.io/")
 }
+
+// WrappedRoundTripper lets client-go reach the transport below, to cancel
+// a request (k8s.io/apimachinery/pkg/util/net.RoundTripperWrapper).
+func (f *fenced) WrappedRoundTripper() http.RoundTripper { return f.rt }

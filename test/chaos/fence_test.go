@@ -116,7 +116,7 @@ func TestResumedLeaderIsFenced(t *testing.T) {
 	for _, pause := range []bool{true, false} {
 		name := "paused past its lease"
 		if !pause {
-			name = "control: no pause"
+			name = "without the pause"
 		}
 		t.Run(name, func(t *testing.T) { fenceScenario(t, pause) })
 	}
