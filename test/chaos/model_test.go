@@ -234,6 +234,11 @@ func (m *modelRun) generate(ctx context.Context, steps int) {
 		}
 		time.Sleep(time.Duration(30+m.rng.IntN(270)) * time.Millisecond)
 	}
+	if paused != nil {
+		// The steps ran out during the pause: it still ends in a resumption.
+		time.Sleep(time.Until(paused.at.Add(paused.dur)))
+		m.resume(paused)
+	}
 }
 
 func (m *modelRun) restartController() {
