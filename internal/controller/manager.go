@@ -8,19 +8,45 @@ package controller
 import (
 	"crypto/tls"
 	"fmt"
+	"time"
 
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/leaderelection"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/teardown-dev/teardown/internal/lease"
 )
 
 // LeaderElectionID names the Lease that replicas of the teardown-controller
 // elect their leader with.
 const LeaderElectionID = "teardown-controller.teardown.dev"
+
+// The leader election's timing (controller-runtime's defaults): a standby
+// takes the Lease over leaseDuration after it last saw it renewed; the
+// leader gives it up, and its lease.Gate refuses writes, renewDeadline
+// after its last renewal.
+const (
+	leaseDuration = 15 * time.Second
+	renewDeadline = 10 * time.Second
+	retryPeriod   = 2 * time.Second
+)
+
+// noRecorders records no Events about the Lease (controller-runtime's
+// lock wants a recorder provider before the manager that has one exists).
+type noRecorders struct{}
+
+func (noRecorders) GetEventRecorderFor(string) record.EventRecorder { return nil }
+
+func (noRecorders) GetEventRecorder(string) events.EventRecorder { return nil }
 
 // ManagerOptions are what callers of NewManager may choose. Everything else
 // (the scheme, the cache options that strip managedFields, the leader
@@ -80,6 +106,23 @@ func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, error) {
 			cfg.Burst = opts.Burst
 		}
 	}
+	var gate *lease.Gate
+	var lock resourcelock.Interface
+	if opts.LeaderElection {
+		// The Lease is written through cfg as given; everything else the
+		// controller writes goes through the gate (internal/lease).
+		gate = lease.NewGate(renewDeadline)
+		l, err := leaderelection.NewResourceLock(cfg, noRecorders{}, leaderelection.Options{
+			LeaderElection: true, LeaderElectionID: LeaderElectionID,
+			LeaderElectionNamespace: opts.LeaderElectionNamespace, RenewDeadline: renewDeadline,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("creating the leader-election lock: %w", err)
+		}
+		lock = gate.Lock(l, nil)
+		cfg = gate.Fence(cfg)
+		opts.Controller.Lease = gate
+	}
 	metricsAddr := opts.MetricsAddr
 	if metricsAddr == "" {
 		// controller-runtime would serve on :8080.
@@ -98,8 +141,12 @@ func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, error) {
 		// Every caller stops using the manager once it stops, so handing
 		// the Lease over at once is safe, and spares a rolling update the
 		// lease timeout.
-		LeaderElectionReleaseOnCancel: true,
-		WebhookServer:                 opts.WebhookServer,
+		LeaderElectionReleaseOnCancel:       true,
+		LeaderElectionResourceLockInterface: lock,
+		LeaseDuration:                       ptr.To(leaseDuration),
+		RenewDeadline:                       ptr.To(renewDeadline),
+		RetryPeriod:                         ptr.To(retryPeriod),
+		WebhookServer:                       opts.WebhookServer,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)

@@ -26,6 +26,7 @@ import (
 	"github.com/teardown-dev/teardown/internal/controller/diagnosis"
 	"github.com/teardown-dev/teardown/internal/controller/teardownpolicy"
 	"github.com/teardown-dev/teardown/internal/guarded"
+	"github.com/teardown-dev/teardown/internal/lease"
 	"github.com/teardown-dev/teardown/internal/policy"
 	"github.com/teardown-dev/teardown/internal/steps"
 	"github.com/teardown-dev/teardown/internal/waits"
@@ -97,6 +98,11 @@ type Options struct {
 	// diagnosed too, guarded or not (--diagnose-kinds); the controller
 	// needs list on them (config/rbac/diagnose_role.yaml).
 	DiagnoseKinds []schema.GroupResource
+	// Lease is the leader-election write gate NewManager installs with
+	// leader election (internal/lease): the cleanups' step records carry
+	// its epoch and no step runs while it refuses writes. nil fences
+	// nothing.
+	Lease *lease.Gate
 }
 
 // DefaultOptions are the flags' defaults.
@@ -148,6 +154,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return err
 	}
+	runner.Lease = opts.Lease
 	if opts.EventDrivenWaits {
 		registry := waits.New(waits.Options{Cache: mgr.GetCache(), Client: mgr.GetClient(), Mapper: mgr.GetRESTMapper(), Wake: targets.Wake})
 		if err := mgr.Add(registry); err != nil {

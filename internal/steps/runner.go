@@ -27,18 +27,18 @@ package steps
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/lease"
 	"github.com/teardown-dev/teardown/internal/policy"
 	"github.com/teardown-dev/teardown/internal/waits"
 	"github.com/teardown-dev/teardown/pkg/finalizer"
@@ -77,6 +77,10 @@ type Runner struct {
 	// Waiting, when set, keeps what each pending or failing cleanup waits
 	// on, for the controller's diagnosis; nil keeps nothing.
 	Waiting *Waiting
+	// Lease fences the cleanup to this replica's leadership: no step runs
+	// while it refuses writes, and the step records carry its epoch
+	// (fence.go); nil (no leader election) fences nothing, epoch 0.
+	Lease *lease.Gate
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -177,13 +181,22 @@ func transient(err error) outcome { return outcome{err: err, message: err.Error(
 // step writes nothing more.
 func (r *Runner) Run(ctx context.Context, pol *policy.Policy, key string, t Object) finalizer.Result {
 	log := logf.FromContext(ctx).WithValues("policy", pol.Ref.String(), "finalizer", key, "target", klog.KObj(t.Obj))
+	if err := r.Lease.Allow(); err != nil {
+		return finalizer.Retry(err)
+	}
 	pos := Resume(t.Obj, pol, key, r.now())
 	recorded, _ := readRecord(t.Obj, pol, key)
 	i, since := pos.Index, pos.Since
+	if res, stop := r.claim(ctx, pol, key, t, &recorded, i, since); stop {
+		return res
+	}
 	for i < len(pol.Steps) {
 		step := pol.Steps[i]
 		if since.IsZero() {
 			since = r.now()
+		}
+		if err := r.Lease.Allow(); err != nil {
+			return finalizer.Retry(err)
 		}
 		out := r.runStep(ctx, pol, key, i, t)
 		if !out.done && !out.definitive && step.Timeout != nil && step.Timeout.Duration > 0 {
@@ -210,29 +223,41 @@ func (r *Runner) Run(ctx context.Context, pol *policy.Policy, key string, t Obje
 		switch {
 		case out.done:
 			log.V(2).Info("Cleanup step done", "step", step.Name)
-			i, since = r.next(ctx, pol, key, t, &recorded, i)
+			var err error
+			if i, since, err = r.next(ctx, pol, key, t, &recorded, i); err != nil {
+				return fenced(err)
+			}
 			continue
 		case stepErr == nil:
-			r.saveState(ctx, pol, key, t, &recorded, i, since)
+			if err := r.saveState(ctx, pol, key, t, &recorded, i, since); err != nil {
+				return fenced(err)
+			}
 			r.Waiting.set(key, t.Obj.GetUID(), Wait{Policy: pol.Ref, Step: step.Name, Action: ActionOf(step.Step), On: out.waitsOn})
 			return finalizer.Pending(out.after, fmt.Sprintf("step %s: %s", step.Name, out.message))
 		case stepErr.Kind == Transient:
 			log.V(1).Info("Cleanup step hit a transient error; retrying", "step", step.Name, "err", out.err.Error())
-			r.saveState(ctx, pol, key, t, &recorded, i, since)
+			if err := r.saveState(ctx, pol, key, t, &recorded, i, since); err != nil {
+				return fenced(err)
+			}
 			r.Waiting.set(key, t.Obj.GetUID(), Wait{Policy: pol.Ref, Step: step.Name, Action: stepErr.Action, Failure: stepErr.Error()})
 			return finalizer.Retry(stepErr)
 		}
 		switch step.OnFailure {
 		case teardownv1alpha1.FailureContinue:
 			log.Info("Cleanup step failed; continuing as the policy says", "step", step.Name, "kind", stepErr.Kind, "err", stepErr.Error())
-			i, since = r.next(ctx, pol, key, t, &recorded, i)
+			var err error
+			if i, since, err = r.next(ctx, pol, key, t, &recorded, i); err != nil {
+				return fenced(err)
+			}
 			continue
 		case teardownv1alpha1.FailureRelease:
 			log.Info("Cleanup step failed; releasing as the policy says", "step", step.Name, "kind", stepErr.Kind, "err", stepErr.Error())
 			r.Waiting.forget(key, t.Obj.GetUID())
 			return finalizer.Release(stepErr.Error() + "; its policy says Release")
 		default:
-			r.saveState(ctx, pol, key, t, &recorded, i, since)
+			if err := r.saveState(ctx, pol, key, t, &recorded, i, since); err != nil {
+				return fenced(err)
+			}
 			r.Waiting.set(key, t.Obj.GetUID(), Wait{Policy: pol.Ref, Step: step.Name, Action: stepErr.Action, Failure: stepErr.Error()})
 			return finalizer.Retry(stepErr)
 		}
@@ -243,35 +268,71 @@ func (r *Runner) Run(ctx context.Context, pol *policy.Policy, key string, t Obje
 
 // next moves past step i: when more steps follow, the move is recorded
 // before the next one starts, so that a restart does not repeat step i.
-func (r *Runner) next(ctx context.Context, pol *policy.Policy, key string, t Object, recorded *record, i int) (int, time.Time) {
+func (r *Runner) next(ctx context.Context, pol *policy.Policy, key string, t Object, recorded *record, i int) (int, time.Time, error) {
 	i++
 	if i >= len(pol.Steps) {
-		return i, time.Time{}
+		return i, time.Time{}, nil
 	}
 	since := r.now()
-	r.saveState(ctx, pol, key, t, recorded, i, since)
-	return i, since
+	return i, since, r.saveState(ctx, pol, key, t, recorded, i, since)
+}
+
+// claim records, before any step runs, that this writer (its epoch and
+// its policy's version) holds the cleanup, where the object carries a
+// record another writer wrote (another leader, another version, a record
+// of the previous release or a garbled one): from then on that writer's
+// writes, which test the record they read, fail. A record ahead of this
+// writer stops the cleanup. With no record, or one this writer wrote,
+// nothing is written.
+func (r *Runner) claim(ctx context.Context, pol *policy.Policy, key string, t Object, recorded *record, i int, since time.Time) (finalizer.Result, bool) {
+	if _, present := t.Obj.GetAnnotations()[StateAnnotation(key)]; !present || len(pol.Steps) == 0 {
+		return finalizer.Result{}, false
+	}
+	if rec, ok := boundRecord(t.Obj, key); ok && ahead(rec, r.Lease.Epoch(), pol) {
+		return fenced(superseded(rec, r.Lease.Epoch(), pol)), true
+	}
+	if since.IsZero() {
+		since = r.now()
+	}
+	if err := r.saveState(ctx, pol, key, t, recorded, i, since); err != nil {
+		return fenced(err), true
+	}
+	return finalizer.Result{}, false
+}
+
+// fenced is the answer of a cleanup whose record write was refused. A
+// record that changed since it was read (by this replica's own write its
+// cache has not seen yet, most often) is checked again soon; a superseded
+// writer, or one whose lease may have passed, retries, and will most
+// likely have stopped by then.
+func fenced(err error) finalizer.Result {
+	if errors.Is(err, errRecordChanged) {
+		return finalizer.Pending(time.Second, err.Error())
+	}
+	return finalizer.Retry(err)
 }
 
 // saveState records step i and since under key when that differs from what
-// the object carries. Failing to record is not fatal: steps are idempotent,
-// and a restart only repeats the steps since the last record.
-func (r *Runner) saveState(ctx context.Context, pol *policy.Policy, key string, t Object, recorded *record, i int, since time.Time) {
-	rec := record{Object: t.Obj.GetUID(), Policy: pol.UID, Fingerprint: pol.Fingerprint, Step: i, Name: pol.Steps[i].Name, Since: since.UTC().Truncate(time.Second)}
+// the object carries (writeRecord). A record write that is refused by its
+// test, by a newer writer's record or by the lease gate is returned: the
+// cleanup must not go on from what it read. Any other failure is not
+// fatal: steps are idempotent, and a restart only repeats the steps since
+// the last record.
+func (r *Runner) saveState(ctx context.Context, pol *policy.Policy, key string, t Object, recorded *record, i int, since time.Time) error {
+	rec := record{Object: t.Obj.GetUID(), Policy: pol.UID, Fingerprint: pol.Fingerprint, Step: i, Name: pol.Steps[i].Name,
+		Since: since.UTC().Truncate(time.Second), Generation: pol.Generation}
+	epoch := r.Lease.Epoch()
+	rec.Lease, rec.Epoch = epoch.Lease, epoch.Transitions
 	if rec == *recorded {
-		return
+		return nil
 	}
-	value, err := json.Marshal(rec)
-	if err == nil {
-		var patch []byte
-		patch, err = json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{StateAnnotation(key): string(value)}}})
-		if err == nil {
-			err = r.Client.Patch(ctx, t.Obj, client.RawPatch(types.MergePatchType, patch))
+	if err := r.writeRecord(ctx, pol, key, t, rec); err != nil {
+		if errors.Is(err, errRecordChanged) || errors.Is(err, finalizer.ErrSuperseded) || errors.Is(err, lease.ErrNotLeading) {
+			return err
 		}
-	}
-	if err != nil {
 		logf.FromContext(ctx).V(1).Info("Could not record the cleanup step", "target", klog.KObj(t.Obj), "step", rec.Name, "err", err.Error())
-		return
+		return nil
 	}
 	*recorded = rec
+	return nil
 }

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/teardown-dev/teardown/internal/lease"
 	"github.com/teardown-dev/teardown/internal/policy"
 	"github.com/teardown-dev/teardown/pkg/finalizer"
 )
@@ -44,6 +45,19 @@ type record struct {
 	Step  int       `json:"step"`
 	Name  string    `json:"name"`
 	Since time.Time `json:"since"`
+	// Generation is the policy's generation of the version in force that
+	// wrote the record; Lease and Epoch are the writer's leadership
+	// (lease.Epoch: the Lease's UID and its transitions). A writer behind
+	// either refuses to write (fence.go). A record the previous release
+	// wrote has none of them: 0.
+	Generation int64  `json:"generation,omitempty"`
+	Lease      string `json:"lease,omitempty"`
+	Epoch      int64  `json:"epoch,omitempty"`
+}
+
+// epoch is the leadership that wrote rec.
+func (rec record) epoch() lease.Epoch {
+	return lease.Epoch{Lease: rec.Lease, Transitions: rec.Epoch}
 }
 
 // StateAnnotation returns the annotation key for a policy's finalizer key.
@@ -107,31 +121,36 @@ func Resume(obj metav1.Object, pol *policy.Policy, key string, now time.Time) Po
 // under one policy finishes under that policy's steps, whoever owns the key
 // later.
 func StartedBy(obj metav1.Object, key string) (types.UID, bool) {
-	v, ok := obj.GetAnnotations()[StateAnnotation(key)]
-	if !ok || len(v) > maxStateAnnotation {
-		return "", false
-	}
-	var rec record
-	if err := json.Unmarshal([]byte(v), &rec); err != nil || obj.GetUID() == "" || rec.Object != obj.GetUID() || rec.Policy == "" {
+	rec, ok := boundRecord(obj, key)
+	if !ok || rec.Policy == "" {
 		return "", false
 	}
 	return rec.Policy, true
 }
 
-// readRecord returns key's record on obj when it belongs to pol as it is.
-func readRecord(obj metav1.Object, pol *policy.Policy, key string) (record, bool) {
+// boundRecord returns key's record on obj when it was written for obj
+// (whatever policy or version wrote it).
+func boundRecord(obj metav1.Object, key string) (record, bool) {
 	v, ok := obj.GetAnnotations()[StateAnnotation(key)]
 	if !ok || len(v) > maxStateAnnotation {
 		return record{}, false
 	}
 	var rec record
-	if err := json.Unmarshal([]byte(v), &rec); err != nil {
+	if err := json.Unmarshal([]byte(v), &rec); err != nil || obj.GetUID() == "" || rec.Object != obj.GetUID() {
+		return record{}, false
+	}
+	return rec, true
+}
+
+// readRecord returns key's record on obj when it belongs to pol as it is.
+func readRecord(obj metav1.Object, pol *policy.Policy, key string) (record, bool) {
+	rec, ok := boundRecord(obj, key)
+	if !ok {
 		return record{}, false
 	}
 	// Fingerprint "" is what policy.Fingerprint answers when it cannot hash:
 	// it must never match. The index is checked before it is used.
-	if obj.GetUID() == "" || rec.Object != obj.GetUID() ||
-		pol.UID == "" || rec.Policy != pol.UID || rec.Fingerprint == "" || rec.Fingerprint != pol.Fingerprint ||
+	if pol.UID == "" || rec.Policy != pol.UID || rec.Fingerprint == "" || rec.Fingerprint != pol.Fingerprint ||
 		rec.Step < 0 || rec.Step >= len(pol.Steps) || rec.Name != pol.Steps[rec.Step].Name || rec.Since.IsZero() {
 		return record{}, false
 	}

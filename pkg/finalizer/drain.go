@@ -70,7 +70,7 @@ func DrainIf(ctx context.Context, c client.Client, gvk schema.GroupVersionKind, 
 			if release != nil {
 				still = func(o client.Object) bool { return release(o.(*metav1.PartialObjectMetadata)) }
 			}
-			removed, err := removeIf(ctx, patcher, obj, finalizer, still)
+			removed, err := removeIf(ctx, patcher, obj, finalizer, still, nil)
 			if err != nil {
 				return report, err
 			}

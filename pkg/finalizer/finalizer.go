@@ -56,6 +56,9 @@ type Finalizers struct {
 	entries  []*entry
 	// by names who attaches, in the attached records (WithAttachedBy).
 	by string
+	// guard binds removals and progress records to the object as read
+	// (WithGuard); nil tests only the finalizer list.
+	guard Guard
 
 	mu       sync.Mutex
 	attempts map[inProgressKey]int
@@ -325,7 +328,8 @@ func (f *Finalizers) attempt(ctx context.Context, obj client.Object, e *entry) R
 
 	inFlight.start(e.name, obj.GetUID(), deletedAt)
 	started := f.now()
-	res := f.call(ctx, obj, e)
+	res, handlers := f.call(ctx, obj, e)
+	adopt(obj, handlers)
 	attempts.WithLabelValues(e.name, string(res.State)).Inc()
 	// Key-values at the call, not a logger WithValues per attempt: zap
 	// encodes those at once, for every object, logged or not.
@@ -350,8 +354,10 @@ func (f *Finalizers) attempt(ctx context.Context, obj client.Object, e *entry) R
 
 // call runs the handler with a per-attempt timeout, turning a panic or a hang
 // into a Retry. A handler that ignores its context is left behind: its late
-// answer is discarded, never acted on.
-func (f *Finalizers) call(ctx context.Context, obj client.Object, e *entry) Result {
+// answer is discarded, never acted on. With an answer, call returns the
+// handler's copy of obj, which holds the API server's answer to what the
+// handler wrote.
+func (f *Finalizers) call(ctx context.Context, obj client.Object, e *entry) (Result, client.Object) {
 	ctx, cancel := context.WithTimeout(ctx, e.attemptTimeout)
 	defer cancel()
 	answer := make(chan Result, 1)
@@ -369,12 +375,12 @@ func (f *Finalizers) call(ctx context.Context, obj client.Object, e *entry) Resu
 	case res := <-answer:
 		switch res.State {
 		case StateDone, StatePending, StateRetry, StateRelease:
-			return res
+			return res, target
 		default:
-			return Retry(fmt.Errorf("handler answered an unknown state %q", res.State))
+			return Retry(fmt.Errorf("handler answered an unknown state %q", res.State)), target
 		}
 	case <-ctx.Done():
-		return Retry(fmt.Errorf("handler did not answer within %s: %w", e.attemptTimeout, ctx.Err()))
+		return Retry(fmt.Errorf("handler did not answer within %s: %w", e.attemptTimeout, ctx.Err())), nil
 	}
 }
 
@@ -428,7 +434,7 @@ func (f *Finalizers) removeIf(ctx context.Context, obj client.Object, e *entry, 
 		p := Progress{Finalizer: e.name, State: StateRelease, Message: res.Reason, Attempts: prev.Attempts, DeadlineExceeded: cause == causeDeadline}
 		f.recordProgress(ctx, obj, Progress{}, p)
 	}
-	removed, err := removeIf(ctx, f.client, obj, e.name, still)
+	removed, err := removeIf(ctx, f.client, obj, e.name, still, f.guard)
 	if err != nil || !removed {
 		return false, err
 	}
@@ -472,10 +478,7 @@ func (f *Finalizers) recordProgress(ctx context.Context, obj client.Object, prev
 		return
 	}
 	p.Updated = now.UTC().Truncate(time.Second)
-	data, err := progressPatch(p)
-	if err == nil {
-		err = f.client.Patch(ctx, obj, types.MergePatchType, data)
-	}
+	err := f.writeProgress(ctx, obj, p)
 	if err != nil {
 		// Progress is advisory; the finalizer protocol does not depend on it.
 		// Said at the default level: without it, Events and the CLI go blind

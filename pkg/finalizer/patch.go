@@ -69,13 +69,14 @@ func addPatch(obj client.Object, names []string, by *string) ([]byte, error) {
 // removePatch removes the entry at index i with record.RemovalPatch, the
 // guarded removal `kubectl teardown release` applies and explain dry-runs
 // too: the uid and the entry are tested, deletionTimestamp is tested null on
-// a live object, and the attached record goes in the same patch. From a
+// a live object, tests (a Guard's) are tested, and the attached record goes
+// in the same patch. From a
 // built-in kind being deleted (unless strategic is false) it is
 // record.StrategicRemovalPatch: the same removal, pinned to the
 // resourceVersion read, which the API server applies without encoding the
 // object as JSON.
-func removePatch(obj client.Object, i int, name string, strategic bool) (types.PatchType, []byte, error) {
-	r := record.Removal{Finalizer: name, Index: i, Group: obj.GetObjectKind().GroupVersionKind().Group}
+func removePatch(obj client.Object, i int, name string, strategic bool, tests []Test) (types.PatchType, []byte, error) {
+	r := record.Removal{Finalizer: name, Index: i, Group: obj.GetObjectKind().GroupVersionKind().Group, Tests: tests}
 	if strategic && builtIn(obj) {
 		data, ok, err := record.StrategicRemovalPatch(obj, r)
 		if err != nil || ok {
@@ -234,13 +235,14 @@ func Remove(ctx context.Context, c Client, obj client.Object, name string) error
 // remove is Remove that also says whether this call removed the finalizer,
 // rather than finding it gone.
 func remove(ctx context.Context, c Client, obj client.Object, name string) (bool, error) {
-	return removeIf(ctx, c, obj, name, nil)
+	return removeIf(ctx, c, obj, name, nil, nil)
 }
 
 // removeIf is remove that removes only while still(obj) holds, checked
 // again on every re-read: a decision made on one state of the object is
-// not applied to another.
-func removeIf(ctx context.Context, c Client, obj client.Object, name string, still func(client.Object) bool) (bool, error) {
+// not applied to another. With guard, each attempt carries its tests, and
+// its error stops the removal.
+func removeIf(ctx context.Context, c Client, obj client.Object, name string, still func(client.Object) bool, guard Guard) (bool, error) {
 	if err := checkObject(obj); err != nil {
 		return false, err
 	}
@@ -257,7 +259,11 @@ func removeIf(ctx context.Context, c Client, obj client.Object, name string, sti
 		if i < 0 || still != nil && !still(obj) {
 			return false, nil
 		}
-		pt, data, err := removePatch(obj, i, name, strategic)
+		tests, err := guardTests(guard, obj, name)
+		if err != nil {
+			return false, fmt.Errorf("removing finalizer %q from %s: %w", name, describe(obj), err)
+		}
+		pt, data, err := removePatch(obj, i, name, strategic, tests)
 		if err != nil {
 			return false, fmt.Errorf("building patch: %w", err)
 		}

@@ -20,7 +20,7 @@ func TestPatches(t *testing.T) {
 		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x", UID: "u1", Finalizers: finalizers}}
 	}
 	remove := func(o *corev1.ConfigMap, i int, name string) ([]byte, error) {
-		_, data, err := removePatch(o, i, name, true)
+		_, data, err := removePatch(o, i, name, true, nil)
 		return data, err
 	}
 	cases := map[string]struct {

@@ -6,11 +6,14 @@ SPDX-License-Identifier: Apache-2.0
 package finalizer
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/teardown-dev/teardown/pkg/finalizer/record"
 )
@@ -95,22 +98,73 @@ func readOneProgress(obj metav1.Object, finalizer string) (Progress, bool) {
 	return record.ReadOne(obj, finalizer)
 }
 
-// progressPatch is a merge patch that sets only this finalizer's annotation,
-// so other annotations and other finalizers' records are left alone.
-func progressPatch(p Progress) ([]byte, error) {
+// writeProgress writes p as its finalizer's progress annotation on obj:
+// progressPatch, or with a Guard progressJSONPatch, which carries the
+// guard's tests.
+func (f *Finalizers) writeProgress(ctx context.Context, obj client.Object, p Progress) error {
+	if f.guard == nil {
+		data, err := progressPatch(p)
+		if err != nil {
+			return err
+		}
+		return f.client.Patch(ctx, obj, types.MergePatchType, data)
+	}
+	tests, err := f.guard.Tests(obj, p.Finalizer)
+	if err != nil {
+		return err
+	}
+	data, err := progressJSONPatch(obj, p, tests)
+	if err != nil {
+		return err
+	}
+	return f.client.Patch(ctx, obj, types.JSONPatchType, data)
+}
+
+// progressValue is p as its annotation's value, its message cut short.
+func progressValue(p Progress) (string, error) {
 	if len(p.Message) > maxProgressMessage {
 		// Cut on a character boundary: a split one would be stored as U+FFFD.
 		p.Message = strings.ToValidUTF8(p.Message[:maxProgressMessage-3], "") + "..."
 	}
 	value, err := json.Marshal(p)
+	return string(value), err
+}
+
+// progressPatch is a merge patch that sets only this finalizer's annotation,
+// so other annotations and other finalizers' records are left alone.
+func progressPatch(p Progress) ([]byte, error) {
+	value, err := progressValue(p)
 	if err != nil {
 		return nil, err
 	}
 	return json.Marshal(map[string]any{
 		"metadata": map[string]any{
-			"annotations": map[string]string{ProgressAnnotation(p.Finalizer): string(value)},
+			"annotations": map[string]string{ProgressAnnotation(p.Finalizer): value},
 		},
 	})
+}
+
+// progressJSONPatch sets the same annotation with a JSON patch that tests
+// obj's UID and tests first: a record written only on the state it
+// describes. An absent annotation map is tested absent and created whole.
+func progressJSONPatch(obj client.Object, p Progress, tests []Test) ([]byte, error) {
+	value, err := progressValue(p)
+	if err != nil {
+		return nil, err
+	}
+	ops := uidTest(obj)
+	for _, t := range tests {
+		ops = append(ops, jsonPatchOp{Op: "test", Path: t.Path, Value: t.Value})
+	}
+	key := ProgressAnnotation(p.Finalizer)
+	if obj.GetAnnotations() == nil {
+		ops = append(ops,
+			jsonPatchOp{Op: "test", Path: "/metadata/annotations", Value: nil},
+			jsonPatchOp{Op: "add", Path: "/metadata/annotations", Value: map[string]string{key: value}})
+	} else {
+		ops = append(ops, jsonPatchOp{Op: "add", Path: "/metadata/annotations/" + escapePointer(key), Value: value})
+	}
+	return json.Marshal(ops)
 }
 
 // ShareAttached rewrites obj's attached records bound to it into one value

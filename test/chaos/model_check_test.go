@@ -6,6 +6,7 @@ SPDX-License-Identifier: Apache-2.0
 package chaos_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -78,8 +79,50 @@ func (c *checker) check() {
 	c.checkCalls()
 	for _, o := range c.h.objs {
 		c.checkRemovals(o)
+		c.checkRecordOrder(o)
 	}
 	c.checkMessages()
+}
+
+// writtenRecord is what the record-order rule reads of a step record
+// (steps.teardown.dev/<key>): who wrote it, for which policy version.
+type writtenRecord struct {
+	Object     types.UID `json:"object"`
+	Policy     string    `json:"policy"`
+	Generation int64     `json:"generation"`
+	Lease      string    `json:"lease"`
+	Epoch      int64     `json:"epoch"`
+}
+
+// checkRecordOrder: the controller's step records on an object never move
+// backwards: under one Lease, no record of an older leadership (epoch)
+// follows a newer one's, and under one leadership no record of an older
+// generation of a policy follows a newer one's (docs/controller.md, "A
+// paused and resumed replica"). Records a tenant wrote are skipped.
+func (c *checker) checkRecordOrder(o *objHist) {
+	last := map[string]writtenRecord{}
+	for _, st := range o.States {
+		if st.Gone || st.CM == nil || c.facts.TenantWrites[st.CM.ResourceVersion] {
+			continue
+		}
+		for k, v := range st.CM.Annotations {
+			if !strings.HasPrefix(k, "steps.teardown.dev/") {
+				continue
+			}
+			var rec writtenRecord
+			if json.Unmarshal([]byte(v), &rec) != nil || rec.Object != o.UID {
+				continue
+			}
+			prev, ok := last[k]
+			last[k] = rec
+			if !ok || prev == rec || prev.Lease == "" || prev.Lease != rec.Lease {
+				continue
+			}
+			if rec.Epoch < prev.Epoch || rec.Epoch == prev.Epoch && rec.Policy == prev.Policy && rec.Generation < prev.Generation {
+				c.violate("record-moved-backwards", "object %s/%s (uid %s) %s: %+v after %+v", o.NS, o.Name, o.UID, k, rec, prev)
+			}
+		}
+	}
 }
 
 // checkCalls: every call is for an object being deleted that its policy

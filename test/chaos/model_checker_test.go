@@ -84,6 +84,17 @@ func TestModelChecker(t *testing.T) {
 		return ledgerEntry{At: at(s), Path: id, Policy: id, Step: step, Finalizer: key, UID: "obj", Namespace: ns, Name: "cm-r0-0001",
 			Outcome: answer, InProgress: inProgress}
 	}
+	// recorded is cm's state with a step record of p for key, written by
+	// the leadership (lease, epoch) under generation.
+	recorded := func(s float64, rv, lease string, epoch, generation int64) record {
+		r := cm(s, rv, "web", 3, false, key)
+		v, err := json.Marshal(writtenRecord{Object: "obj", Policy: "p-p", Generation: generation, Lease: lease, Epoch: epoch})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Obj.SetAnnotations(map[string]string{"steps.teardown.dev/example.com_k": string(v)})
+		return r
+	}
 	// guardedThenDeleted: tenant creates (rv 1), the controller attaches
 	// (rv 2), the tenant deletes (rv 3), and the key goes at 10 s.
 	base := []record{nsRec(0, ns, false), nsRec(0, other, false),
@@ -157,6 +168,16 @@ func TestModelChecker(t *testing.T) {
 		recs:   append(base, servedBefore(2)),
 		ledger: []ledgerEntry{call(4, "p", "a", hookInProgress, true)},
 		want:   map[string]int{"call-on-an-object-never-selected": 1},
+	}, {
+		name: "step records of newer leaders and generations, and of another Lease",
+		recs: append(base, pol(0, "p", spec("", nil), false), recorded(4, "4", "u", 1, 1), recorded(5, "5", "u", 1, 2),
+			recorded(6, "6", "u", 2, 1), recorded(7, "7", "v", 0, 1), recorded(8, "8", "", 0, 1)),
+		want: map[string]int{},
+	}, {
+		name: "a step record moved back to an older leader's, then to an older generation",
+		recs: append(base, pol(0, "p", spec("", nil), false), recorded(4, "4", "u", 2, 1), recorded(5, "5", "u", 1, 1),
+			recorded(6, "6", "u", 1, 3), recorded(7, "7", "u", 1, 2)),
+		want: map[string]int{"record-moved-backwards": 2},
 	}, {
 		name: "a tenant's key removed from a live object",
 		recs: []record{nsRec(0, ns, false), pol(0, "p", spec("", nil), false),

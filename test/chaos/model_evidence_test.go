@@ -117,7 +117,7 @@ func dedupe(lines []string) []string {
 // figures sums up what the run did and what the checker found.
 func (c *checker) figures(steps int, m *modelRun, relists map[string]int) modelFigures {
 	f := modelFigures{Seeds: 1, Steps: steps, Removals: c.removals, Calls: len(c.ledger),
-		Kills: m.counts["controller-kill"], APIRestarts: m.counts["apiserver-restart"], LeaderElections: m.counts["leader-election"],
+		Kills: m.counts["controller-kill"], APIRestarts: m.counts["apiserver-restart"], LeaderElections: m.counts["leader-election"], Pauses: m.counts["pause"],
 		ByJustification: c.byJust, ByRule: c.byRule}
 	for _, n := range relists {
 		f.Relists += n

@@ -175,14 +175,25 @@ func (m *modelRun) generate(ctx context.Context, steps int) {
 		}
 	}
 	leEnd := -1
+	var paused *pause
 	for step := range steps {
+		if paused != nil {
+			if time.Since(paused.at) >= paused.dur {
+				m.resume(paused)
+				paused = nil
+			} else if step == leEnd {
+				leEnd++ // the phase lasts until the paused replica resumed
+			}
+		}
 		switch {
 		case step == leEnd:
 			m.endLeaderElection()
 		case leAt[step]:
 			leEnd = step + 30
 			m.startLeaderElection()
-		case step == leEnd-15 && leEnd > 0:
+		case step == leEnd-22 && leEnd > 0 && m.rng.Float64() < 0.7:
+			paused = m.pauseReplica()
+		case step == leEnd-15 && leEnd > 0 && paused == nil:
 			m.killLeader()
 		case apiAt[step]:
 			down := time.Duration(1+m.rng.IntN(3)) * time.Second
@@ -223,6 +234,11 @@ func (m *modelRun) generate(ctx context.Context, steps int) {
 		}
 		time.Sleep(time.Duration(30+m.rng.IntN(270)) * time.Millisecond)
 	}
+	if paused != nil {
+		// The steps ran out during the pause: it still ends in a resumption.
+		time.Sleep(time.Until(paused.at.Add(paused.dur)))
+		m.resume(paused)
+	}
 }
 
 func (m *modelRun) restartController() {
@@ -258,6 +274,55 @@ func (m *modelRun) startLeaderElection() {
 	}
 	m.counts["leader-election"]++
 	m.logf("controller SIGKILL; two replicas with leader election")
+}
+
+// pause is a replica stopped with SIGSTOP, to resume once dur passed.
+type pause struct {
+	r    *procctl.Controller
+	at   time.Time
+	dur  time.Duration
+	role string
+}
+
+// pauseReplica stops the leader (or, one time in three, the standby) with
+// SIGSTOP for longer than its lease (15 s): the other replica takes the
+// lease over and acts while it sleeps, and it resumes with its memory of
+// before, as after a long GC pause or a frozen VM. The generator goes on
+// meanwhile.
+func (m *modelRun) pauseReplica() *pause {
+	var leader, standby *procctl.Controller
+	for _, r := range m.replicas {
+		switch {
+		case r.Running() && r.IsLeader():
+			leader = r
+		case r.Running():
+			standby = r
+		}
+	}
+	p := &pause{r: leader, role: "leader", dur: 16*time.Second + time.Duration(m.rng.IntN(4000))*time.Millisecond}
+	if m.rng.IntN(3) == 0 || leader == nil {
+		p.r, p.role = standby, "standby"
+	}
+	if p.r == nil {
+		m.logf("no replica to pause")
+		return nil
+	}
+	if err := p.r.Pause(); err != nil {
+		m.logf("pausing %s: %v", p.r.Name(), err)
+		return nil
+	}
+	p.at = time.Now()
+	m.counts["pause"]++
+	m.logf("SIGSTOP the %s %s for %s", p.role, p.r.Name(), p.dur.Round(100*time.Millisecond))
+	return p
+}
+
+func (m *modelRun) resume(p *pause) {
+	if err := p.r.Resume(); err != nil {
+		m.logf("resuming %s: %v", p.r.Name(), err)
+		return
+	}
+	m.logf("SIGCONT the %s %s after %s", p.role, p.r.Name(), time.Since(p.at).Round(100*time.Millisecond))
 }
 
 func (m *modelRun) killLeader() {
@@ -348,9 +413,9 @@ func shortErr(err error) string {
 
 // modelFigures are what a run did and found.
 type modelFigures struct {
-	Seeds, Steps, Removals, Calls, Kills, APIRestarts, LeaderElections, Relists int
-	ByJustification                                                             map[string]int
-	ByRule                                                                      map[string]int
+	Seeds, Steps, Removals, Calls, Kills, APIRestarts, LeaderElections, Pauses, Relists int
+	ByJustification                                                                     map[string]int
+	ByRule                                                                              map[string]int
 }
 
 func (f *modelFigures) add(o modelFigures) {
@@ -361,6 +426,7 @@ func (f *modelFigures) add(o modelFigures) {
 	f.Kills += o.Kills
 	f.APIRestarts += o.APIRestarts
 	f.LeaderElections += o.LeaderElections
+	f.Pauses += o.Pauses
 	f.Relists += o.Relists
 	for _, m := range []struct{ dst, src *map[string]int }{{&f.ByJustification, &o.ByJustification}, {&f.ByRule, &o.ByRule}} {
 		if *m.dst == nil {
@@ -374,8 +440,8 @@ func (f *modelFigures) add(o modelFigures) {
 
 func (f modelFigures) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "  seeds %d, steps run %d, webhook calls %d, controller kills %d, kube-apiserver restarts %d, leader-election phases %d, watch relists %d\n",
-		f.Seeds, f.Steps, f.Calls, f.Kills, f.APIRestarts, f.LeaderElections, f.Relists)
+	fmt.Fprintf(&b, "  seeds %d, steps run %d, webhook calls %d, controller kills %d, kube-apiserver restarts %d, leader-election phases %d, replicas paused past their lease %d, watch relists %d\n",
+		f.Seeds, f.Steps, f.Calls, f.Kills, f.APIRestarts, f.LeaderElections, f.Pauses, f.Relists)
 	fmt.Fprintf(&b, "  removals checked %d: %s\n", f.Removals, mapString(f.ByJustification))
 	total := 0
 	for _, v := range f.ByRule {

@@ -355,9 +355,10 @@ func (r *Reconciler) newServed(pol *policy.Policy, retired []retiredKey) (*polic
 // finalizersFor builds the finalizer that runs pol's steps under key.
 func (r *Reconciler) finalizersFor(pol *policy.Policy, key string, attach finalizer.Attach) (*finalizer.Finalizers, error) {
 	// The attached records name the policy (its UID): an object one policy
-	// attached is never another's to clean up.
+	// attached is never another's to clean up. Removals and progress
+	// records test the step record they were decided on (steps.Guard).
 	fin := finalizer.New(finalizer.ForClient(r.client, r.reader), finalizer.WithEventRecorder(r.Recorder),
-		finalizer.WithAttachedBy(string(pol.UID)))
+		finalizer.WithAttachedBy(string(pol.UID)), finalizer.WithGuard(r.Runner.Guard(pol)))
 	opts := []finalizer.RegisterOption{finalizer.WithAttach(attach), finalizer.WithAttemptTimeout(r.AttemptTimeout)}
 	if pol.Deadline > 0 {
 		expiry := finalizer.ExpiryBlock

@@ -336,6 +336,26 @@ func (c *Controller) Stop(grace time.Duration) error {
 	}
 }
 
+// Pause stops the process with SIGSTOP, as a long GC pause, a frozen VM or
+// a partition does: it keeps its memory, and resumes (Resume) believing
+// what it believed before.
+func (c *Controller) Pause() error { return c.signal(syscall.SIGSTOP) }
+
+// Resume continues a paused process with SIGCONT.
+func (c *Controller) Resume() error { return c.signal(syscall.SIGCONT) }
+
+func (c *Controller) signal(sig syscall.Signal) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.runningLocked() {
+		return fmt.Errorf("%s does not run", c.name)
+	}
+	if err := c.cmd.Process.Signal(sig); err != nil {
+		return fmt.Errorf("sending %s to %s: %w", sig, c.name, err)
+	}
+	return nil
+}
+
 // Restart kills the process with SIGKILL and starts it again.
 func (c *Controller) Restart() error {
 	c.mu.Lock()

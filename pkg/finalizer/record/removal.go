@@ -43,6 +43,18 @@ type Removal struct {
 	// Released, when set, is written to ReleasedAnnotation in the same
 	// patch (release's record of who removed the key, and why).
 	Released string
+	// Tests are more values of the object as read that the removal
+	// depends on (a writer's fence: the record its decision was made on).
+	// The JSON patch tests each; StrategicRemovalPatch, pinned to the
+	// resourceVersion read, holds them all.
+	Tests []Test
+}
+
+// Test is one RFC 6902 test of a removal: the value at Path (a JSON
+// pointer), as read; nil tests that the member is absent.
+type Test struct {
+	Path  string
+	Value any
 }
 
 // patchOp is one RFC 6902 operation. Value is a pointer-free any so that an
@@ -68,7 +80,8 @@ type patchOp struct {
 //   - with ResourceVersion, the whole object is tested unchanged;
 //   - the entry at Index is tested to be Finalizer: a concurrent change
 //     shifts or removes it, and the patch fails instead of removing
-//     someone else's finalizer.
+//     someone else's finalizer;
+//   - each of Tests is tested.
 //
 // The finalizer's attached record goes in the same patch, so that it never
 // vouches for the same key put there later by someone else; not with
@@ -91,6 +104,9 @@ func RemovalPatch(obj metav1.Object, r Removal) ([]byte, error) {
 	}
 	if obj.GetDeletionTimestamp() == nil {
 		ops = append(ops, patchOp{Op: "test", Path: "/metadata/deletionTimestamp", Value: nil})
+	}
+	for _, t := range r.Tests {
+		ops = append(ops, patchOp{Op: "test", Path: t.Path, Value: t.Value})
 	}
 	ops = append(ops,
 		patchOp{Op: "test", Path: path, Value: r.Finalizer},

@@ -28,7 +28,9 @@ import (
 //   - metadata.uid is pinned too (a UID cannot change: 422);
 //   - the key is deleted by value ($deleteFromPrimitiveList), never by
 //     position;
-//   - the attached record goes in the same patch, as in RemovalPatch.
+//   - the attached record goes in the same patch, as in RemovalPatch;
+//   - Removal.Tests need no op of their own: the resourceVersion pins every
+//     value of the object as read.
 //
 // It says false when the removal cannot be expressed so and RemovalPatch must
 // be used: an object not being deleted (RemovalPatch tests deletionTimestamp
