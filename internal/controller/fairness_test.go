@@ -14,6 +14,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -132,4 +133,53 @@ func tearDown(t *testing.T, ns, prefix string, n int) time.Duration {
 		testenv.Eventually(t, 60*time.Second, o.Name+" to be gone", testenv.Gone(k8s, o))
 	}
 	return time.Since(start)
+}
+
+// TestPolicyBurstDelaysNoOtherTenant: tenant A keeps 150 TeardownPolicies
+// that share one key of her own (one serves, the rest wait for it, and each
+// is reconciled again at every status refresh). Tenant B's new policy is
+// served within a small factor of its time alone (the control, timed
+// first).
+func TestPolicyBurstDelaysNoOtherTenant(t *testing.T) {
+	nsB := testenv.NewNamespace(t, k8s)
+	servedIn := func(name string) time.Duration {
+		t.Helper()
+		pol := &teardownv1alpha1.TeardownPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: nsB},
+			Spec: teardownv1alpha1.TeardownPolicySpec{
+				Targets: []teardownv1alpha1.Target{{APIVersion: "v1", Kind: "ConfigMap", Selector: selector("app", name)}},
+				Steps:   []teardownv1alpha1.Step{{Name: "nothing", Wait: &teardownv1alpha1.WaitAction{Resources: []teardownv1alpha1.ResourceSelector{{APIVersion: "v1", Kind: "Secret", Selector: selector("app", name)}}}}},
+			},
+		}
+		start := time.Now()
+		create(t, pol)
+		testenv.Eventually(t, 5*time.Minute, name+" to be served", func(ctx context.Context) (bool, error) {
+			var got teardownv1alpha1.TeardownPolicy
+			if err := k8s.Get(ctx, client.ObjectKeyFromObject(pol), &got); err != nil {
+				return false, err
+			}
+			c := meta.FindStatusCondition(got.Status.Conditions, teardownv1alpha1.ReadyCondition)
+			return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == got.Generation, nil
+		})
+		return time.Since(start)
+	}
+	alone := servedIn("alone")
+
+	nsA := testenv.NewNamespace(t, k8s)
+	const burst = 150
+	for i := range burst {
+		create(t, &teardownv1alpha1.TeardownPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("burst-%d", i), Namespace: nsA},
+			Spec: teardownv1alpha1.TeardownPolicySpec{
+				Finalizer: "tenant-a.example.com/shared",
+				Targets:   []teardownv1alpha1.Target{{APIVersion: "v1", Kind: "ConfigMap", Selector: selector("app", "burst")}},
+				Steps:     []teardownv1alpha1.Step{{Name: "nothing", Wait: &teardownv1alpha1.WaitAction{Resources: []teardownv1alpha1.ResourceSelector{{APIVersion: "v1", Kind: "Secret", Selector: selector("app", "burst")}}}}},
+			},
+		})
+	}
+	beside := servedIn("beside")
+	t.Logf("tenant B's policy served in %s alone, %s beside tenant A's %d policies sharing one key", alone, beside, burst)
+	if limit := max(5*alone, alone+3*time.Second); beside > limit {
+		t.Errorf("tenant B's policy was served in %s beside tenant A's burst, over %s (alone: %s)", beside, limit, alone)
+	}
 }

@@ -39,11 +39,11 @@ const (
 	// MaxWaitRead bounds, in bytes, what one read of a wait step keeps.
 	MaxWaitRead = 4 << 20
 	// waitPage is how many whole objects one list call returns at most.
-	waitPage = 25
+	waitPage = 20
 	// waitMetadataPage is how many objects' metadata one list call returns.
-	waitMetadataPage = 100
+	waitMetadataPage = 50
 	// waitPagesAtOnce is how many pages are read at once.
-	waitPagesAtOnce = 4
+	waitPagesAtOnce = 2
 )
 
 // waitReads shares reads between targets and bounds the pages read at once.
