@@ -52,7 +52,7 @@ func TestHostileWebhookHoldsNoWorker(t *testing.T) {
 	})
 	t.Cleanup(func() { close(stop) }) // before the server closes (LIFO)
 	step := hostile.webhookStep("hang")
-	step.Webhook.Timeout = &metav1.Duration{Duration: 10 * time.Minute}
+	step.Webhook.Timeout = &metav1.Duration{Duration: 5 * time.Minute}
 	polA := webhookPolicy(nsA, "tenant-a", step)
 	create(t, polA)
 	mustBeReady(t, polA)
