@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -57,8 +58,9 @@ func TestHostileWebhookHoldsNoWorker(t *testing.T) {
 	create(t, polA)
 	mustBeReady(t, polA)
 
-	alone := tearDown(t, nsB, "alone", 5)
-	t.Logf("tenant B's teardown alone: %s", alone)
+	alone := tearDown(t, nsB, "alone", 10)
+	aloneMedian, aloneMax := medianMax(alone)
+	t.Logf("tenant B's teardown alone: median %s, max %s", aloneMedian, aloneMax)
 
 	// A's teardowns: three times as many objects as cleanup workers.
 	hostileObjects := 3 * 16
@@ -70,10 +72,12 @@ func TestHostileWebhookHoldsNoWorker(t *testing.T) {
 		return inFlight.Load() >= int64(steps.DefaultWebhookCallsPerTenant), nil
 	})
 
-	beside := tearDown(t, nsB, "beside", 5)
-	t.Logf("tenant B's teardown beside tenant A's hanging webhook: %s (alone %s); A's calls in flight at most %d", beside, alone, most.Load())
-	if limit := max(5*alone, alone+5*time.Second); beside > limit {
-		t.Errorf("tenant B's teardown took %s beside tenant A, over %s (alone: %s)", beside, limit, alone)
+	beside := tearDown(t, nsB, "beside", 10)
+	besideMedian, besideMax := medianMax(beside)
+	t.Logf("tenant B's teardown beside tenant A's hanging webhook: median %s, max %s (alone: median %s, max %s); A's calls in flight at most %d",
+		besideMedian, besideMax, aloneMedian, aloneMax, most.Load())
+	if limit := max(5*aloneMax, aloneMax+5*time.Second); besideMax > limit {
+		t.Errorf("tenant B's teardown took up to %s beside tenant A, over %s (alone: up to %s)", besideMax, limit, aloneMax)
 	}
 	if m := most.Load(); m > int64(steps.DefaultWebhookCallsPerTenant) {
 		t.Errorf("tenant A had %d webhook calls in flight at once, over its share of %d", m, steps.DefaultWebhookCallsPerTenant)
@@ -121,18 +125,38 @@ func makeConfigMaps(t *testing.T, ns, prefix string, n int) []*corev1.ConfigMap 
 }
 
 // tearDown creates n guarded ConfigMaps in ns, deletes them all, and
-// returns how long until every one is gone.
-func tearDown(t *testing.T, ns, prefix string, n int) time.Duration {
+// returns how long each took from its deletion to being gone, sorted.
+func tearDown(t *testing.T, ns, prefix string, n int) []time.Duration {
 	t.Helper()
 	objs := makeConfigMaps(t, ns, prefix, n)
 	start := time.Now()
 	for _, o := range objs {
 		del(t, o)
 	}
-	for _, o := range objs {
-		testenv.Eventually(t, 60*time.Second, o.Name+" to be gone", testenv.Gone(k8s, o))
+	var took []time.Duration
+	remaining := objs
+	for len(remaining) > 0 {
+		if time.Since(start) > time.Minute {
+			t.Fatalf("%d of tenant B's objects were not gone after a minute", len(remaining))
+		}
+		var still []*corev1.ConfigMap
+		for _, o := range remaining {
+			if gone, err := testenv.Gone(k8s, o)(context.Background()); err != nil || !gone {
+				still = append(still, o)
+				continue
+			}
+			took = append(took, time.Since(start))
+		}
+		remaining = still
+		time.Sleep(20 * time.Millisecond)
 	}
-	return time.Since(start)
+	slices.Sort(took)
+	return took
+}
+
+// medianMax is the median and the largest of sorted durations.
+func medianMax(d []time.Duration) (time.Duration, time.Duration) {
+	return d[len(d)/2], d[len(d)-1]
 }
 
 // TestPolicyBurstDelaysNoOtherTenant: tenant A keeps 150 TeardownPolicies
