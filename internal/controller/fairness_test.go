@@ -28,7 +28,8 @@ import (
 // never answers (until the test ends), on more objects than there are
 // cleanup workers. Tenant B's teardown, timed alone first (the control),
 // finishes beside it within a small factor of its time alone, and A never
-// has more calls in flight than its share.
+// has more calls in flight than its share. On the code before issue 27
+// (9ab3dd1) it fails: B's objects were not gone after 60 s.
 func TestHostileWebhookHoldsNoWorker(t *testing.T) {
 	// Tenant B: a webhook that answers at once.
 	nsB := testenv.NewNamespace(t, k8s)
@@ -163,7 +164,7 @@ func medianMax(d []time.Duration) (time.Duration, time.Duration) {
 // that share one key of her own (one serves, the rest wait for it, and each
 // is reconciled again at every status refresh). Tenant B's new policy is
 // served within a small factor of its time alone (the control, timed
-// first).
+// first). On the code before issue 27 it fails: 9.2 s beside, 0.7 s alone.
 func TestPolicyBurstDelaysNoOtherTenant(t *testing.T) {
 	nsB := testenv.NewNamespace(t, k8s)
 	servedIn := func(name string) time.Duration {
