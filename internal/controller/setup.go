@@ -39,8 +39,13 @@ const Name = "teardown-controller"
 type Options struct {
 	// TargetWorkers is how many target objects are reconciled at once.
 	TargetWorkers int
-	// AttemptTimeout bounds one run of a policy's steps for one object.
+	// AttemptTimeout bounds one run of a policy's steps for one object,
+	// and one webhook call.
 	AttemptTimeout time.Duration
+	// WebhookCallsPerTenant bounds the webhook calls in flight of one
+	// namespace's TeardownPolicies (or one ClusterTeardownPolicy); calls
+	// run off the cleanup workers (--webhook-calls-per-tenant).
+	WebhookCallsPerTenant int
 	// StatusInterval is how often policy status counts are refreshed.
 	StatusInterval time.Duration
 	// DefaultServiceAccount is the ServiceAccount of its namespace a
@@ -108,7 +113,7 @@ type Options struct {
 // DefaultOptions are the flags' defaults.
 func DefaultOptions() Options {
 	return Options{
-		TargetWorkers: 16, AttemptTimeout: 2 * time.Minute, StatusInterval: 15 * time.Second, DefaultServiceAccount: "default",
+		TargetWorkers: 16, AttemptTimeout: 2 * time.Minute, WebhookCallsPerTenant: steps.DefaultWebhookCallsPerTenant, StatusInterval: 15 * time.Second, DefaultServiceAccount: "default",
 		EventDrivenWaits: true, DiagnoseAfter: 5 * time.Minute, DiagnoseInterval: 5 * time.Minute,
 		UnusedGrace: 5 * time.Second,
 	}
@@ -150,6 +155,8 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		},
 		DefaultServiceAccount: opts.DefaultServiceAccount,
 		UnusedGrace:           unusedGrace(opts),
+		WebhookCallsPerTenant: opts.WebhookCallsPerTenant,
+		MaxWebhookCall:        opts.AttemptTimeout,
 	}, targets.Wake)
 	if err != nil {
 		return err

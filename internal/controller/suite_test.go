@@ -89,14 +89,14 @@ func TestMain(m *testing.M) {
 	})
 }
 
-func create(t *testing.T, obj client.Object) {
+func create(t testing.TB, obj client.Object) {
 	t.Helper()
 	if err := k8s.Create(t.Context(), obj); err != nil {
 		t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
 	}
 }
 
-func del(t *testing.T, obj client.Object, opts ...client.DeleteOption) {
+func del(t testing.TB, obj client.Object, opts ...client.DeleteOption) {
 	t.Helper()
 	if err := k8s.Delete(t.Context(), obj, opts...); err != nil && !apierrors.IsNotFound(err) {
 		t.Fatalf("deleting %T %s: %v", obj, obj.GetName(), err)
@@ -142,7 +142,7 @@ func statusOf(ctx context.Context, pol client.Object) (teardownv1alpha1.Teardown
 }
 
 // ready waits for a policy's Ready condition and returns it.
-func ready(t *testing.T, pol client.Object) metav1.Condition {
+func ready(t testing.TB, pol client.Object) metav1.Condition {
 	t.Helper()
 	var cond metav1.Condition
 	testenv.Eventually(t, 20*time.Second, "the policy's Ready condition", func(ctx context.Context) (bool, error) {
@@ -161,7 +161,7 @@ func ready(t *testing.T, pol client.Object) metav1.Condition {
 }
 
 // mustBeReady fails unless the policy is served.
-func mustBeReady(t *testing.T, pol client.Object) {
+func mustBeReady(t testing.TB, pol client.Object) {
 	t.Helper()
 	if c := ready(t, pol); c.Status != metav1.ConditionTrue {
 		t.Fatalf("policy not Ready: %s: %s", c.Reason, c.Message)

@@ -25,7 +25,7 @@ var layers = [][]string{
 	{
 		"internal/steps", "internal/policy", "internal/waits", "internal/inuse", "internal/diagnose",
 		"internal/plugin", "internal/uninstall", "internal/installcheck", "internal/controller/cachetransform",
-		"internal/queuekey", "internal/cleantext", "internal/version", "internal/lease",
+		"internal/queuekey", "internal/cleantext", "internal/version", "internal/lease", "internal/fairqueue",
 	},
 	{"api/v1alpha1", "pkg/finalizer", "pkg/finalizer/record"},
 }

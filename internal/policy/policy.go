@@ -62,6 +62,9 @@ type Step struct {
 	teardownv1alpha1.Step
 	// Condition is a wait step's compiled condition; nil for other kinds.
 	Condition cel.Program
+	// Reads is what the condition reads of each object the step selects
+	// (ConditionReads); nil reads nothing but how many there are.
+	Reads *Fields
 }
 
 // Policy is one version of a policy as the controllers use it: parsed once
@@ -167,6 +170,9 @@ func FromObject(obj client.Object) (*Policy, error) {
 				return nil, &FieldError{Reason: teardownv1alpha1.InvalidConditionReason, Field: fmt.Sprintf("spec.steps[%d].wait.condition", i), Err: err}
 			}
 			parsed.Condition = prg
+			if parsed.Reads, err = ConditionReads(expr); err != nil {
+				return nil, &FieldError{Reason: teardownv1alpha1.InvalidConditionReason, Field: fmt.Sprintf("spec.steps[%d].wait.condition", i), Err: err}
+			}
 		}
 		pol.Steps = append(pol.Steps, parsed)
 	}

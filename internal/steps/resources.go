@@ -17,7 +17,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -151,14 +150,14 @@ func (r *Runner) wait(ctx context.Context, pol *policy.Policy, key string, i int
 	var objects []any
 	var waiting outcome // collects what the step waits on
 	for _, res := range w.Resources {
-		list := &unstructured.UnstructuredList{}
-		gvk, err := r.listSelected(ctx, reader, pol, res, t, list)
+		// Only what the condition reads, bounded (wait_read.go).
+		gvk, read, err := r.readForCondition(ctx, reader, pol, res, pol.Steps[i].Reads, t)
 		if err != nil {
 			return watch.finish(transient(err))
 		}
-		for _, item := range list.Items {
-			objects = append(objects, item.Object)
-			waiting.waitingOn(gvk, item.GetNamespace(), item.GetName())
+		objects = append(objects, read.objects...)
+		for _, n := range read.names {
+			waiting.waitingOn(gvk, n.Namespace, n.Name)
 		}
 	}
 	out := evalCondition(ctx, cond, orDefault(w.Condition, policy.DefaultCondition), objects)

@@ -64,6 +64,11 @@ type Runner struct {
 	Identities *Identities
 	Mapper     meta.RESTMapper
 	HTTP       *HTTPClients
+	// Calls runs webhook calls off the workers, with a bound per tenant
+	// (webhook_calls.go); nil makes each call in the step's run.
+	Calls *WebhookCalls
+	// reads shares and bounds what wait steps read (wait_read.go).
+	reads waitReads
 	// Waits wakes pending wait and delete steps when what they wait on
 	// changes (internal/waits); nil means they poll.
 	Waits *waits.Registry

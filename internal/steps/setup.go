@@ -28,6 +28,11 @@ type RunnerOptions struct {
 	// UnusedGrace is how long after its target's deletion an unused step
 	// confirms at the soonest (set when the in-use webhook runs).
 	UnusedGrace time.Duration
+	// WebhookCallsPerTenant bounds the webhook calls a tenant has in flight
+	// (DefaultWebhookCallsPerTenant when 0); MaxWebhookCall bounds one call
+	// whatever its step's timeout says.
+	WebhookCallsPerTenant int
+	MaxWebhookCall        time.Duration
 }
 
 // NewRunner builds the runner of every step kind on mgr, with what the
@@ -43,9 +48,10 @@ func NewRunner(mgr manager.Manager, o RunnerOptions, wake func(context.Context, 
 	}
 	return &Runner{
 		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Mapper: mgr.GetRESTMapper(),
-		HTTP: NewWebhookClients(o.Webhooks),
-		Now:  time.Now,
-		Uses: uses,
+		HTTP:  NewWebhookClients(o.Webhooks),
+		Calls: &WebhookCalls{Limit: o.WebhookCallsPerTenant, MaxTimeout: o.MaxWebhookCall, Wake: wake},
+		Now:   time.Now,
+		Uses:  uses,
 		Identities: &Identities{
 			Config: mgr.GetConfig(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
 			DefaultServiceAccount: o.DefaultServiceAccount,

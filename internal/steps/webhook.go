@@ -17,9 +17,11 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/internal/policy"
+	"github.com/teardown-dev/teardown/internal/queuekey"
 )
 
 // WebhookRequest is the body POSTed to a webhook step.
@@ -85,7 +87,40 @@ const maxWebhookMessage = 256
 // maxWebhookStatus bounds an unknown status repeated in a message.
 const maxWebhookStatus = 64
 
+// webhook runs a webhook step: with Runner.Calls, off the worker (its call
+// runs in WebhookCalls, and this run collects the answer once it came);
+// without, the call is made here.
 func (r *Runner) webhook(ctx context.Context, pol *policy.Policy, key string, step teardownv1alpha1.Step, t Object) outcome {
+	if r.Calls == nil {
+		return r.callWebhook(ctx, pol, key, step, t, nil)
+	}
+	k := callOf(pol, key, step.Name, t)
+	switch out, state := r.Calls.collect(k); state {
+	case callAnswered:
+		return out
+	case callInFlight:
+		return awaiting("waiting for the webhook's answer")
+	}
+	return r.callWebhook(ctx, pol, key, step, t, func(timeout time.Duration, do func(context.Context) outcome) outcome {
+		target := queuekey.For(t.GVK, client.ObjectKeyFromObject(t.Obj))
+		if started, n := r.Calls.start(k, tenantOf(pol), target, timeout, do); !started {
+			return awaiting("waiting for a webhook call slot: %d calls of this policy's %s are in flight, the most it may have at once", n, tenantNoun(pol))
+		}
+		return awaiting("waiting for the webhook's answer")
+	})
+}
+
+// tenantNoun says whose call slots a policy's calls take, in messages.
+func tenantNoun(pol *policy.Policy) string {
+	if pol.Ref.Kind == policy.KindNamespaced {
+		return "namespace"
+	}
+	return "ClusterTeardownPolicy"
+}
+
+// callWebhook prepares the call of a webhook step and makes it: at once
+// when async is nil, else by handing async the call and its timeout.
+func (r *Runner) callWebhook(ctx context.Context, pol *policy.Policy, key string, step teardownv1alpha1.Step, t Object, async func(time.Duration, func(context.Context) outcome) outcome) outcome {
 	w := step.Webhook
 	target, err := webhookURL(w)
 	if err != nil {
@@ -117,16 +152,29 @@ func (r *Runner) webhook(ctx context.Context, pol *policy.Policy, key string, st
 			return transient(err)
 		}
 	}
+	header := http.Header{}
+	header.Set("Content-Type", "application/json")
+	if err := setSignatureHeaders(header, secret, DeliveryID(pol, key, step.Name, t), r.now(), body); err != nil {
+		return transient(err)
+	}
+	do := func(ctx context.Context) outcome {
+		return postWebhook(ctx, httpClient, target, shown, header, body)
+	}
+	if async != nil {
+		return async(timeout, do)
+	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	return do(ctx)
+}
+
+// postWebhook makes one webhook call and reads its answer.
+func postWebhook(ctx context.Context, httpClient *http.Client, target, shown string, header http.Header, body []byte) outcome {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
 	if err != nil {
 		return transient(fmt.Errorf("building the request to %s: %w", shown, err))
 	}
-	req.Header.Set("Content-Type", "application/json")
-	if err := setSignatureHeaders(req.Header, secret, DeliveryID(pol, key, step.Name, t), r.now(), body); err != nil {
-		return transient(err)
-	}
+	req.Header = header
 	resp, err := httpClient.Do(req)
 	if err != nil {
 		var destErr *DestinationError

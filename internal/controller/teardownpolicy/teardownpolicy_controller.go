@@ -25,9 +25,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -36,6 +38,7 @@ import (
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/internal/admit"
+	"github.com/teardown-dev/teardown/internal/fairqueue"
 	"github.com/teardown-dev/teardown/internal/guarded"
 	"github.com/teardown-dev/teardown/internal/policy"
 	"github.com/teardown-dev/teardown/internal/steps"
@@ -125,6 +128,7 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 	} {
 		err := ctrl.NewControllerManagedBy(mgr).Named(kind.name).
 			For(kind.obj(), builder.WithPredicates(specOrLifecycleChange)).
+			WithOptions(controller.Options{NewQueue: fairAcrossNamespaces}).
 			Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 				return r.reconcile(ctx, kind.obj(), req)
 			}))
@@ -133,6 +137,15 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 		}
 	}
 	return nil
+}
+
+// fairAcrossNamespaces is the policy controllers' queue: one worker serves
+// the policies, in turn across namespaces (internal/fairqueue), so that a
+// tenant's burst of policies, or the periodic status refresh of hundreds of
+// them, delays another tenant's policy by at most one reconcile per other
+// namespace with work queued, not by the whole burst.
+func fairAcrossNamespaces(name string, rateLimiter workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
+	return fairqueue.NewRateLimiting(name, rateLimiter, func(req reconcile.Request) string { return req.Namespace })
 }
 
 // specOrLifecycleChange passes policy updates the reconciler acts on: a new

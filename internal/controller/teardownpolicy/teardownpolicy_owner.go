@@ -41,10 +41,13 @@ func (r *Reconciler) checkOwner(ctx context.Context, pol *policy.Policy, status 
 // cache, so every replica and every restart decides alike.
 func (r *Reconciler) ownerOf(ctx context.Context, mine policy.Claim) (policy.Claim, error) {
 	var claims []policy.Claim
+	// The claims are read, never kept: no copy of every policy that claims
+	// the key (a tenant's few hundred of them sharing one key would
+	// otherwise be copied at every reconcile of each).
 	err := r.eachPolicy(ctx, func(p client.Object) bool {
 		claims = append(claims, policy.ClaimsOf(p)...)
 		return true
-	}, client.MatchingFields{claimedKeyIndex: mine.Key})
+	}, client.MatchingFields{claimedKeyIndex: mine.Key}, client.UnsafeDisableDeepCopy)
 	if err != nil {
 		return policy.Claim{}, err
 	}
