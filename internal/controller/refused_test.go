@@ -16,6 +16,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -33,20 +34,23 @@ const maxAnnotationBytes = 256 * 1024
 // exactly at the API server's limit: no record fits any more.
 func fillAnnotations(t *testing.T, cm *corev1.ConfigMap) {
 	t.Helper()
-	if err := k8s.Get(t.Context(), client.ObjectKeyFromObject(cm), cm); err != nil {
-		t.Fatal(err)
-	}
-	used := 0
-	for k, v := range cm.Annotations {
-		if k != "fill" {
-			used += len(k) + len(v)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := k8s.Get(t.Context(), client.ObjectKeyFromObject(cm), cm); err != nil {
+			return err
 		}
-	}
-	if cm.Annotations == nil {
-		cm.Annotations = map[string]string{}
-	}
-	cm.Annotations["fill"] = strings.Repeat("x", maxAnnotationBytes-used-len("fill"))
-	if err := k8s.Update(t.Context(), cm); err != nil {
+		used := 0
+		for k, v := range cm.Annotations {
+			if k != "fill" {
+				used += len(k) + len(v)
+			}
+		}
+		if cm.Annotations == nil {
+			cm.Annotations = map[string]string{}
+		}
+		cm.Annotations["fill"] = strings.Repeat("x", maxAnnotationBytes-used-len("fill"))
+		return k8s.Update(t.Context(), cm)
+	})
+	if err != nil {
 		t.Fatalf("filling the annotations of %s: %v", cm.Name, err)
 	}
 }

@@ -375,8 +375,8 @@ func (r *Reconciler) apply(ctx context.Context, s *policy.Served, k policy.Serve
 	matches := !k.Retired && !k.Finishing && s.Matches(gvk, obj, nsLabels)
 	carries := slices.Contains(obj.Finalizers, k.Key)
 	if obj.DeletionTimestamp == nil {
-		if !matches {
-			s.Refused.Forget(obj.UID, "")
+		if !matches && s.Refused.Has(obj.UID) && !s.Matches(gvk, obj, nsLabels) {
+			s.Refused.Forget(obj.UID, "") // no longer selected: not this policy's to say
 		}
 		switch {
 		case s.Deleting || k.Finishing:
