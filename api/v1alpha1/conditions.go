@@ -83,6 +83,19 @@ const (
 	DeadlineExceededReason = "DeadlineExceeded"
 )
 
+// Reasons of status.refusedObjects entries, the same as the Warning Events
+// the controller puts on those objects (pkg/finalizer's ReasonAttachRefused
+// and ReasonProgressRefused).
+const (
+	// AttachRefusedReason: the API server refused the patch that adds the
+	// finalizer and its attached record: the object is not guarded, and a
+	// deletion does not wait for its cleanup.
+	AttachRefusedReason = "AttachRefused"
+	// ProgressRefusedReason: the object is being deleted and held; the API
+	// server refused the record of its teardown's progress.
+	ProgressRefusedReason = "ProgressRefused"
+)
+
 // Reasons of the Events the controller's diagnosis puts on objects.
 const (
 	// TerminationBlockedReason (a Warning Event on a terminating object):

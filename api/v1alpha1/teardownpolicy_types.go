@@ -650,6 +650,52 @@ type TeardownPolicyStatus struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=20
 	RecentFailures []StepFailure `json:"recentFailures,omitempty"`
+
+	// refused is how many objects the policy selects on which the API
+	// server refuses a write the controller must make, counted up to
+	// 1000: the finalizer and its attached record (reason AttachRefused:
+	// the object is not guarded, and a deletion does not wait for its
+	// cleanup), or the progress record of its teardown (ProgressRefused:
+	// its deletion stays held, and nothing on the object says why). Most
+	// often the object's annotations leave no room under the API server's
+	// 256 KiB total. Refreshed every --status-interval; the controller
+	// tries each such object again every minute.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Refused int32 `json:"refused"`
+
+	// refusedObjects lists refused objects, longest refused first, at most
+	// 20 of them: which write was refused, why and since when.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=20
+	RefusedObjects []RefusedObject `json:"refusedObjects,omitempty"`
+}
+
+// RefusedObject is an object a policy selects on which the API server
+// refuses a write the controller must make.
+type RefusedObject struct {
+	// object is the object.
+	// +required
+	Object ObjectReference `json:"object"`
+
+	// reason is AttachRefused (the finalizer could not be added: the
+	// object is not guarded) or ProgressRefused (the object is being
+	// deleted and held; its progress cannot be recorded on it).
+	// +required
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`
+	Reason string `json:"reason"`
+
+	// message is the API server's answer, such as
+	// "metadata.annotations: Too long: may not be more than 262144 bytes".
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Message string `json:"message,omitempty"`
+
+	// since is when the controller first met the refusal.
+	// +required
+	Since metav1.Time `json:"since"`
 }
 
 // GroupVersionKind names a kind.

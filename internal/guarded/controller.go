@@ -37,6 +37,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/cleantext"
 	"github.com/teardown-dev/teardown/internal/policy"
 	"github.com/teardown-dev/teardown/internal/queuekey"
 	"github.com/teardown-dev/teardown/pkg/finalizer"
@@ -374,11 +375,25 @@ func (r *Reconciler) apply(ctx context.Context, s *policy.Served, k policy.Serve
 	matches := !k.Retired && !k.Finishing && s.Matches(gvk, obj, nsLabels)
 	carries := slices.Contains(obj.Finalizers, k.Key)
 	if obj.DeletionTimestamp == nil {
+		if !matches && s.Refused.Has(obj.UID) && !s.Matches(gvk, obj, nsLabels) {
+			s.Refused.Forget(obj.UID, "") // no longer selected: not this policy's to say
+		}
 		switch {
 		case s.Deleting || k.Finishing:
 			return 0, nil // the policy controller releases what it guards; a yielded key is another's
 		case matches:
 			out, err := k.Fin.Reconcile(ctx, obj)
+			if finalizer.IsRefused(err) {
+				// Not guarded, and said (an Event from the finalizer, the
+				// policy's status): trying again at once fails again, and
+				// the change that makes room is an annotation, which does
+				// not wake this controller.
+				s.Refused.Add(refusedObject(gvk, obj, finalizer.WriteAttach, err))
+				return refusedRecheck, nil
+			}
+			if err == nil {
+				s.Refused.Forget(obj.UID, finalizer.WriteAttach)
+			}
 			return out.RequeueAfter, err
 		case carries && finalizer.MarkedAttached(obj, k.Key):
 			// Attached here (or claimed to be, at CREATE): releasing a key
@@ -421,8 +436,26 @@ func (r *Reconciler) apply(ctx context.Context, s *policy.Served, k policy.Serve
 	if len(out.Released) > 0 {
 		s.Released.Add(int64(len(out.Released)))
 	}
+	if out.Refused != nil {
+		s.Refused.Add(refusedObject(gvk, obj, finalizer.WriteProgress, out.Refused))
+	} else if err == nil || len(out.Removed) > 0 {
+		s.Refused.Forget(obj.UID, finalizer.WriteProgress)
+	}
 	return out.RequeueAfter, err
 }
+
+// refusedRecheck is how soon an object whose attach patch the API server
+// refused is tried again.
+const refusedRecheck = time.Minute
+
+// refusedObject is obj's entry in its policy's refused objects.
+func refusedObject(gvk schema.GroupVersionKind, obj *metav1.PartialObjectMetadata, write string, err error) policy.RefusedObject {
+	return policy.RefusedObject{UID: obj.UID, GVK: gvk, Namespace: obj.Namespace, Name: obj.Name, Write: write,
+		Message: cleantext.Clean(finalizer.RefusalMessage(err), maxRefusedMessage), Since: time.Now().UTC().Truncate(time.Second)}
+}
+
+// maxRefusedMessage bounds a refused object's message, as the CRD does.
+const maxRefusedMessage = 512
 
 // Owns reports whether k on obj, which carries it, is the policy's to
 // remove: obj is in the policy's scope and of a kind k is served for, and

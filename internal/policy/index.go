@@ -30,6 +30,10 @@ type Served struct {
 	// Released counts the finalizers removed without cleanup since the
 	// controller started; every version of one policy shares it.
 	Released *atomic.Int64
+	// Refused holds the objects the policy selects on which the API server
+	// refused the attach patch or a progress record; every version of one
+	// policy shares it.
+	Refused *Refused
 }
 
 // ServedKey is one finalizer key of a served policy and the kinds it is
@@ -101,16 +105,23 @@ func NewIndex() *Index {
 }
 
 // Set puts s in force in place of any earlier version of the same policy,
-// carrying over its release counter.
+// carrying over its release counter and refused objects.
 func (x *Index) Set(s *Served) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if s.Released == nil {
-		if prev, ok := x.policies[s.Ref]; ok && prev.UID == s.UID {
+	if prev, ok := x.policies[s.Ref]; ok && prev.UID == s.UID {
+		if s.Released == nil {
 			s.Released = prev.Released
-		} else {
-			s.Released = new(atomic.Int64)
 		}
+		if s.Refused == nil {
+			s.Refused = prev.Refused
+		}
+	}
+	if s.Released == nil {
+		s.Released = new(atomic.Int64)
+	}
+	if s.Refused == nil {
+		s.Refused = NewRefused()
 	}
 	prev := x.policies[s.Ref]
 	x.policies[s.Ref] = s

@@ -72,6 +72,15 @@ type Finalizers struct {
 	// again. Memory only: losing it costs a repeated, idempotent cleanup,
 	// never an early removal.
 	cleaned *keySet
+	// refusals remembers the refused writes already announced (one Event
+	// per object, key and write), forgotten when the write goes through.
+	refusals *boundedSet[refusal]
+}
+
+// refusal is one refused write of one key on one object.
+type refusal struct {
+	write, finalizer string
+	uid              types.UID
 }
 
 type entry struct {
@@ -113,6 +122,7 @@ func New(c Client, opts ...Option) *Finalizers {
 		finished: newUIDSet(10000),
 		reported: newUIDSet(10000),
 		cleaned:  newKeySet(10000),
+		refusals: &boundedSet[refusal]{limit: 10000, set: map[refusal]struct{}{}},
 	}
 	for _, o := range opts {
 		o(f)
@@ -207,8 +217,10 @@ func (f *Finalizers) Reconcile(ctx context.Context, obj client.Object) (Outcome,
 			// Deleted between our read and our write: what we never guarded
 			// is reported by finalize.
 		case err != nil:
+			f.reportRefused(ctx, obj, WriteAttach, f.automaticMissing(obj), err)
 			return Outcome{}, err
 		case len(added) > 0:
+			f.forgetRefused(obj, WriteAttach, added)
 			return Outcome{Added: added}, nil
 		}
 		if obj.GetDeletionTimestamp() == nil {
@@ -262,7 +274,10 @@ func (f *Finalizers) finalize(ctx context.Context, obj client.Object) (Outcome, 
 			}
 			return out, nil
 		}
-		res := f.attempt(ctx, obj, e)
+		res, refused := f.attempt(ctx, obj, e)
+		if refused != nil {
+			out.Refused = refused
+		}
 		switch res.State {
 		case StateDone, StateRelease:
 			removed, err := f.remove(ctx, obj, e, res)
@@ -298,8 +313,9 @@ func (f *Finalizers) next(obj client.Object) *entry {
 }
 
 // attempt applies the deadline, then calls the handler and records what it
-// answered. The result is what to do with the finalizer.
-func (f *Finalizers) attempt(ctx context.Context, obj client.Object, e *entry) Result {
+// answered. The result is what to do with the finalizer; the error is a
+// RefusedError when the API server refused the progress record.
+func (f *Finalizers) attempt(ctx context.Context, obj client.Object, e *entry) (Result, error) {
 	deletedAt := obj.GetDeletionTimestamp().Time
 	key := inProgressKey{finalizer: e.name, uid: obj.GetUID()}
 	prev, _ := readOneProgress(obj, e.name)
@@ -307,10 +323,10 @@ func (f *Finalizers) attempt(ctx context.Context, obj client.Object, e *entry) R
 	if wait := waitBeforeNextAttempt(prev, f.now()); wait > 0 && !expired {
 		// Our own progress write woke us before the handler's check-again
 		// time: honour it instead of calling the handler early.
-		return Pending(wait, prev.Message)
+		return Pending(wait, prev.Message), nil
 	}
 	if f.cleaned.has(key) {
-		return Done()
+		return Done(), nil
 	}
 	n := f.countAttempt(key, prev.Attempts)
 
@@ -323,7 +339,7 @@ func (f *Finalizers) attempt(ctx context.Context, obj client.Object, e *entry) R
 			deadlinesExceeded.WithLabelValues(e.name, string(ExpiryRelease)).Inc()
 		}
 		return Result{State: StateRelease, cause: causeDeadline,
-			Reason: fmt.Sprintf("deadline %s exceeded after %d attempts; skipped cleanup (%s)", e.deadline, n-1, skipped)}
+			Reason: fmt.Sprintf("deadline %s exceeded after %d attempts; skipped cleanup (%s)", e.deadline, n-1, skipped)}, nil
 	}
 
 	inFlight.start(e.name, obj.GetUID(), deletedAt)
@@ -347,9 +363,10 @@ func (f *Finalizers) attempt(ctx context.Context, obj client.Object, e *entry) R
 			f.event(obj, corev1.EventTypeWarning, ReasonDeadlineExceeded,
 				"Cleanup %q passed its deadline of %s; blocking deletion until it is done (%s)", e.name, e.deadline, res.Reason)
 		}
-		f.recordProgress(ctx, obj, prev, p)
+		return res, f.recordProgress(ctx, obj, prev, p)
 	}
-	return res
+	f.forgetRefused(obj, WriteProgress, []string{e.name})
+	return res, nil
 }
 
 // call runs the handler with a per-attempt timeout, turning a panic or a hang
@@ -470,12 +487,17 @@ func (f *Finalizers) countAttempt(key inProgressKey, recorded int) int {
 
 // recordProgress writes p as the finalizer's progress annotation when it says
 // something new: a new state, a passed deadline, or a new message or attempt
-// count not written in the last progressRewriteAfter.
-func (f *Finalizers) recordProgress(ctx context.Context, obj client.Object, prev, p Progress) {
+// count not written in the last progressRewriteAfter. It returns a
+// RefusedError when the API server refused the record of a cleanup still
+// under way (the object being deleted has no room for it), said once per
+// object in a ProgressRefused Event; other failures, and a refused record
+// of a release (the key goes anyway), are logged only.
+func (f *Finalizers) recordProgress(ctx context.Context, obj client.Object, prev, p Progress) error {
 	now := f.now()
 	if prev.State == p.State && prev.DeadlineExceeded == p.DeadlineExceeded &&
 		(prev.Message == p.Message && prev.Attempts == p.Attempts || now.Sub(prev.Updated) < progressRewriteAfter) {
-		return
+		f.forgetRefused(obj, WriteProgress, []string{p.Finalizer})
+		return nil
 	}
 	p.Updated = now.UTC().Truncate(time.Second)
 	err := f.writeProgress(ctx, obj, p)
@@ -483,14 +505,60 @@ func (f *Finalizers) recordProgress(ctx context.Context, obj client.Object, prev
 		// Progress is advisory; the finalizer protocol does not depend on it.
 		// Said at the default level: without it, Events and the CLI go blind
 		// (RBAC's escalation check refuses annotating some RBAC objects).
+		if Refused(err) && p.State != StateRelease {
+			refused := &RefusedError{Write: WriteProgress, Object: describe(obj), Err: err}
+			f.reportRefused(ctx, obj, WriteProgress, []string{p.Finalizer}, refused)
+			return refused
+		}
 		logf.FromContext(ctx).Info("Could not record cleanup progress", "finalizer", p.Finalizer, "object", klog.KObj(obj), "err", err.Error())
-		return
+		return nil
 	}
+	f.forgetRefused(obj, WriteProgress, []string{p.Finalizer})
 	switch p.State {
 	case StatePending:
 		f.event(obj, corev1.EventTypeNormal, ReasonCleanupPending, "Cleanup %q is in progress: %s", p.Finalizer, p.Message)
 	case StateRetry:
 		f.event(obj, corev1.EventTypeWarning, ReasonCleanupFailed, "Cleanup %q failed (attempt %d): %s", p.Finalizer, p.Attempts, p.Message)
+	}
+	return nil
+}
+
+// reportRefused counts a write of names on obj that err says the API
+// server refused (IsRefused), and says so in a Warning Event and the log,
+// once per object, key and write until the write goes through. Other
+// errors are left to the caller.
+func (f *Finalizers) reportRefused(ctx context.Context, obj client.Object, write string, names []string, err error) {
+	if !IsRefused(err) || len(names) == 0 {
+		return
+	}
+	announce := false
+	for _, n := range names {
+		writesRefused.WithLabelValues(n, write).Inc()
+		if f.refusals.add(refusal{write: write, finalizer: n, uid: obj.GetUID()}) {
+			announce = true
+		}
+	}
+	if !announce {
+		return
+	}
+	why := RefusalMessage(err)
+	switch write {
+	case WriteAttach:
+		logf.FromContext(ctx).Info("The API server refused to add finalizers; the object is not guarded", "object", klog.KObj(obj), "finalizers", names, "err", why)
+		f.event(obj, corev1.EventTypeWarning, ReasonAttachRefused,
+			"Finalizers %v could not be added, so a deletion will not wait for their cleanup: the API server refused the patch (%s)", names, why)
+	case WriteProgress:
+		logf.FromContext(ctx).Info("The API server refused the cleanup's progress record; the deletion stays held", "object", klog.KObj(obj), "finalizers", names, "err", why)
+		f.event(obj, corev1.EventTypeWarning, ReasonProgressRefused,
+			"Cleanup %v cannot record its progress on the object, which stays until the cleanup finishes: the API server refused the record (%s)", names, why)
+	}
+}
+
+// forgetRefused forgets that writes of names on obj were refused, once one
+// went through.
+func (f *Finalizers) forgetRefused(obj client.Object, write string, names []string) {
+	for _, n := range names {
+		f.refusals.remove(refusal{write: write, finalizer: n, uid: obj.GetUID()})
 	}
 }
 

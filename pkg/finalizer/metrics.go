@@ -32,6 +32,10 @@ var (
 		Name: "teardown_finalizer_unguarded_deletions_total",
 		Help: "Objects seen being deleted that never carried the finalizer, so their cleanup did not run.",
 	}, []string{"finalizer"})
+	writesRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "teardown_finalizer_writes_refused_total",
+		Help: "Writes the API server refused for good (an object whose annotations leave no room, one past the storage limit), by what was refused: attach (the object is not guarded) or progress (a cleanup's progress record).",
+	}, []string{"finalizer", "write"})
 	deadlinesExceeded = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "teardown_finalizer_deadlines_exceeded_total",
 		Help: "Cleanups whose deadline passed, by the policy applied (Block or Release).",
@@ -53,7 +57,7 @@ var (
 // Prometheus registry. They are registered with controller-runtime's
 // metrics.Registry already.
 func Collectors() []prometheus.Collector {
-	return []prometheus.Collector{cleanupDuration, attempts, releases, unguarded, deadlinesExceeded, patchConflicts, inFlight}
+	return []prometheus.Collector{cleanupDuration, attempts, releases, unguarded, writesRefused, deadlinesExceeded, patchConflicts, inFlight}
 }
 
 func init() {

@@ -142,6 +142,8 @@ func uidTest(obj client.Object) []jsonPatchOp {
 
 // isGuardFailure reports whether a patch failed because its test no longer
 // held (422) or the object changed under it (409): re-read and try again.
+// Callers check Refused first: a 422 that names fields refuses the write
+// whatever the object's list is.
 func isGuardFailure(err error) bool {
 	return apierrors.IsInvalid(err) || apierrors.IsConflict(err)
 }
@@ -191,6 +193,10 @@ func add(ctx context.Context, c Client, obj client.Object, names []string, by *s
 			// started).
 			by = nil
 			continue
+		}
+		if Refused(err) {
+			// Not a race: the object cannot take the patch as it is now.
+			return nil, &RefusedError{Write: WriteAttach, Object: describe(obj), Err: err}
 		}
 		if !isGuardFailure(err) {
 			return nil, fmt.Errorf("adding finalizers %v to %s: %w", missing, describe(obj), err)

@@ -154,6 +154,10 @@ type Outcome struct {
 	Released []string
 	// RequeueAfter is set when a handler is pending.
 	RequeueAfter time.Duration
+	// Refused is set (a RefusedError) when the API server refused to
+	// record the cleanup's progress on the object being deleted: the
+	// object stays held, and nothing on it says why.
+	Refused error
 }
 
 // Result converts the outcome into a controller-runtime result.

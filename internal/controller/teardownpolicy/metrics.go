@@ -42,12 +42,16 @@ var (
 		Name: "teardown_policy_blocked",
 		Help: "Terminating objects whose cleanup did not finish at its first attempt (status.blocked).",
 	}, policyLabels)
+	policyRefused = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "teardown_policy_refused",
+		Help: "Selected objects on which the API server refuses the attach patch (not guarded) or the progress record (status.refused).",
+	}, policyLabels)
 )
 
 // Collectors returns the per-policy gauges, registered with
 // controller-runtime's metrics.Registry already.
 func Collectors() []prometheus.Collector {
-	return []prometheus.Collector{policyReady, policyGuarded, policyTerminating, policyBlocked}
+	return []prometheus.Collector{policyReady, policyGuarded, policyTerminating, policyBlocked, policyRefused}
 }
 
 func init() {
@@ -74,12 +78,13 @@ func observePolicy(obj client.Object, status *teardownv1alpha1.TeardownPolicySta
 	policyGuarded.With(l).Set(float64(status.Guarded))
 	policyTerminating.With(l).Set(float64(status.Terminating))
 	policyBlocked.With(l).Set(float64(status.Blocked))
+	policyRefused.With(l).Set(float64(status.Refused))
 }
 
 // forgetPolicy deletes a policy's series once it is gone.
 func forgetPolicy(obj client.Object) {
 	l := policyMetricLabels(obj)
-	for _, g := range []*prometheus.GaugeVec{policyReady, policyGuarded, policyTerminating, policyBlocked} {
+	for _, g := range []*prometheus.GaugeVec{policyReady, policyGuarded, policyTerminating, policyBlocked, policyRefused} {
 		g.Delete(l)
 	}
 }

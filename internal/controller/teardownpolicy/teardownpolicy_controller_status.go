@@ -14,6 +14,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/internal/controller/diagnosis"
@@ -35,9 +36,14 @@ func (r *Reconciler) count(ctx context.Context, s *policy.Served, status *teardo
 	var blocked []teardownv1alpha1.BlockedObject
 	var failures []teardownv1alpha1.StepFailure
 	now := time.Now()
+	// The refused objects the cache still holds; the others are gone.
+	refused, present := refusedUIDs(s.Refused.List()), map[types.UID]bool{}
 	for _, k := range s.Keys {
 		for _, gvk := range k.Kinds {
 			err := guarded.EachCached(ctx, r.Manager.GetCache(), gvk, s.Policy.Ref.Namespace, func(obj *metav1.PartialObjectMetadata) bool {
+				if refused[obj.UID] {
+					present[obj.UID] = true
+				}
 				if !slices.Contains(obj.Finalizers, k.Key) {
 					return true
 				}
@@ -78,7 +84,47 @@ func (r *Reconciler) count(ctx context.Context, s *policy.Served, status *teardo
 		failures = failures[:maxBlockedObjects]
 	}
 	status.RecentFailures = failures
+	s.Refused.Keep(func(uid types.UID) bool { return !refused[uid] || present[uid] })
+	status.Refused, status.RefusedObjects = refusedStatus(s.Policy, s.Refused.List())
 	return nil
+}
+
+func refusedUIDs(objs []policy.RefusedObject) map[types.UID]bool {
+	uids := make(map[types.UID]bool, len(objs))
+	for _, o := range objs {
+		uids[o.UID] = true
+	}
+	return uids
+}
+
+// refusedStatus is status.refused and status.refusedObjects (the first
+// maxBlockedObjects) from the policy's refused objects, longest refused
+// first. A TeardownPolicy's status names objects of its namespace only
+// (docs/security.md, the audience rule), which are all it can select.
+func refusedStatus(pol *policy.Policy, objs []policy.RefusedObject) (int32, []teardownv1alpha1.RefusedObject) {
+	var n int32
+	var out []teardownv1alpha1.RefusedObject
+	for _, o := range objs {
+		if !pol.InScope(&metav1.ObjectMeta{Namespace: o.Namespace}) {
+			continue
+		}
+		n++
+		if len(out) == maxBlockedObjects {
+			continue
+		}
+		apiVersion, kind := o.GVK.ToAPIVersionAndKind()
+		reason := teardownv1alpha1.AttachRefusedReason
+		if o.Write == finalizer.WriteProgress {
+			reason = teardownv1alpha1.ProgressRefusedReason
+		}
+		out = append(out, teardownv1alpha1.RefusedObject{
+			Object:  teardownv1alpha1.ObjectReference{APIVersion: apiVersion, Kind: kind, Namespace: o.Namespace, Name: o.Name},
+			Reason:  reason,
+			Message: o.Message,
+			Since:   metav1.NewTime(o.Since),
+		})
+	}
+	return n, out
 }
 
 // blockedOn says what a terminating object's cleanup under key waits on,
