@@ -157,13 +157,19 @@ func (c *Cluster) Lease(ctx context.Context, ns, name string) (*coordinationv1.L
 	})
 }
 
-// WarningEvents is every Warning Event of namespace ns.
+// WarningEvents is every Warning Event of namespace ns, from Events.
 func (c *Cluster) WarningEvents(ctx context.Context, ns string) ([]corev1.Event, error) {
-	return cached(c, "warnings/"+ns, func() ([]corev1.Event, error) {
-		return listPaged[corev1.Event](ctx, metav1.ListOptions{FieldSelector: "type=" + corev1.EventTypeWarning}, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return c.kube.CoreV1().Events(ns).List(ctx, o)
-		})
-	})
+	all, err := c.Events(ctx, ns)
+	if err != nil {
+		return nil, err
+	}
+	var out []corev1.Event
+	for _, ev := range all {
+		if ev.Type == corev1.EventTypeWarning {
+			out = append(out, ev)
+		}
+	}
+	return out, nil
 }
 
 // Events is every Event of namespace ns, of every type.
