@@ -222,6 +222,7 @@ func (c *cluster) noTeardownLeft(ns, key string) {
 // the kubelet for the hook's Job), then, installed again with non-default
 // values, with --no-hooks and the docs' recovery path.
 func TestInstall(t *testing.T) {
+	testenv.SkipShort(t)
 	c := newCluster(t)
 	monitoringCRDs, err := os.ReadFile(filepath.Join(root, "internal/chart/testdata/monitoring-crds.yaml"))
 	if err != nil {

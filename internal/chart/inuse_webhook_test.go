@@ -10,6 +10,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/teardown-dev/teardown/internal/testenv"
 )
 
 // TestInUseWebhookTemplate: inUseWebhook.enabled renders config/webhook/inuse's
@@ -18,6 +20,7 @@ import (
 // webhook; inUseWebhook.failurePolicy sets the configuration and the flag
 // together.
 func TestInUseWebhookTemplate(t *testing.T) {
+	testenv.SkipShort(t)
 	want := find(readConfig(t, "config/webhook/inuse/validatingwebhookconfiguration.yaml"), "ValidatingWebhookConfiguration", "teardown-refuse-new-uses")
 	if want == nil {
 		t.Fatal("config/webhook/inuse has no ValidatingWebhookConfiguration teardown-refuse-new-uses")

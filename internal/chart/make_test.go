@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/teardown-dev/teardown/internal/testenv"
 )
 
 // pathWithoutKubectl returns a PATH with every directory of PATH but with no
@@ -57,6 +59,7 @@ func pathWithoutKubectl(t *testing.T) string {
 // says that there is none.
 // Before, both failed with "bin/k8s/kubectl: No such file or directory".
 func TestMakeTargetsOnFreshClone(t *testing.T) {
+	testenv.SkipShort(t)
 	tmp := t.TempDir()
 	repo := filepath.Join(tmp, "repo")
 	if out, err := exec.Command("git", "clone", "-q", "--no-hardlinks", root, repo).CombinedOutput(); err != nil {

@@ -94,6 +94,7 @@ type qsStep struct {
 // after helm uninstall it stops the controller, as removing the Deployment
 // would. The app's pod is never scheduled, so deleting it is immediate.
 func TestQuickStart(t *testing.T) {
+	testenv.SkipShort(t)
 	start := time.Now()
 	c := newCluster(t)
 	assets, err := testenv.AssetsDir()

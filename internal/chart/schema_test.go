@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/teardown-dev/teardown/internal/chart"
+	"github.com/teardown-dev/teardown/internal/testenv"
 )
 
 // renderErr is helm template with args, expected to fail: it returns what
@@ -37,6 +38,8 @@ func renderErr(t *testing.T, args ...string) string {
 // instead of rendering the defaults in their place. Before the schema every
 // one of these rendered (exit 0).
 func TestSchemaRefusesMistakes(t *testing.T) {
+	testenv.SkipShort(t) // runs helm, built by TestMain outside the unit tier
+	testenv.SkipShort(t)
 	for _, tc := range []struct {
 		set  []string
 		want string
@@ -75,6 +78,8 @@ func TestSchemaRefusesMistakes(t *testing.T) {
 // TestSchemaRefusesMistakes: the forms values.yaml documents render,
 // including what --set makes of numbers.
 func TestSchemaAcceptsValidForms(t *testing.T) {
+	testenv.SkipShort(t) // runs helm, built by TestMain outside the unit tier
+	testenv.SkipShort(t)
 	for _, set := range [][]string{
 		{"diagnose.after=0"},
 		{"diagnose.after=1h30m", "attemptTimeout=90s", "inUseWebhook.releaseGrace=500ms"},
@@ -100,6 +105,8 @@ func TestSchemaAcceptsValidForms(t *testing.T) {
 // break the install fail with what to set instead (templates/validate.yaml).
 // Every case rendered before the guards.
 func TestRefusedCombinations(t *testing.T) {
+	testenv.SkipShort(t) // runs helm, built by TestMain outside the unit tier
+	testenv.SkipShort(t)
 	for _, tc := range []struct {
 		name string
 		set  []string
@@ -141,6 +148,8 @@ func TestRefusedCombinations(t *testing.T) {
 // TestAllowedCombinations is the negative control of TestRefusedCombinations:
 // the nearest combinations that work render.
 func TestAllowedCombinations(t *testing.T) {
+	testenv.SkipShort(t) // runs helm, built by TestMain outside the unit tier
+	testenv.SkipShort(t)
 	for _, set := range [][]string{
 		{"leaderElection.enabled=false", "replicaCount=1"},
 		{"serviceMonitor.enabled=true", "prometheusRule.enabled=true"},
@@ -164,6 +173,8 @@ func TestAllowedCombinations(t *testing.T) {
 // which blocks every node drain), and without leader election the
 // Deployment is recreated, not rolled, so two controllers never overlap.
 func TestNoBudgetBlocksDrains(t *testing.T) {
+	testenv.SkipShort(t) // runs helm, built by TestMain outside the unit tier
+	testenv.SkipShort(t)
 	for _, tc := range []struct {
 		set      []string
 		wantPDB  map[string]any
@@ -202,6 +213,8 @@ func TestNoBudgetBlocksDrains(t *testing.T) {
 // bearerTokenFile, and the chart renders that Secret and its ServiceAccount
 // with it.
 func TestServiceMonitorAuthorization(t *testing.T) {
+	testenv.SkipShort(t) // runs helm, built by TestMain outside the unit tier
+	testenv.SkipShort(t)
 	objs := render(t, "--set", "serviceMonitor.enabled=true")
 	sm := find(objs, "ServiceMonitor", "teardown-controller")
 	ep := get(sm, "spec", "endpoints", 0)
@@ -224,6 +237,7 @@ func TestServiceMonitorAuthorization(t *testing.T) {
 // TestSchemaIsFresh: values.schema.json is what make chart makes of
 // hack/tools/chartschema/values.
 func TestSchemaIsFresh(t *testing.T) {
+	testenv.SkipShort(t) // runs helm, built by TestMain outside the unit tier
 	out := filepath.Join(t.TempDir(), "values.schema.json")
 	cmd := exec.Command("go", "-C", filepath.Join(root, "hack/tools/chartschema"), "run", ".", "-out", out)
 	if msg, err := cmd.CombinedOutput(); err != nil {
@@ -247,6 +261,7 @@ func TestSchemaIsFresh(t *testing.T) {
 // description and values.yaml cannot drift apart (keys of Kubernetes
 // objects passed through, such as resources, are not the schema's).
 func TestSchemaMatchesValues(t *testing.T) {
+	testenv.SkipShort(t) // runs helm, built by TestMain outside the unit tier
 	data, err := os.ReadFile(filepath.Join(root, chart.Dir, "values.yaml"))
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/teardown-dev/teardown/internal/chart"
+	"github.com/teardown-dev/teardown/internal/testenv"
 )
 
 // TestSelfSignedCertificateOffline: rendered without a cluster (helm
@@ -23,6 +24,7 @@ import (
 // TestInstall shows that with the cluster (helm upgrade, Flux) the
 // certificate is kept.
 func TestSelfSignedCertificateOffline(t *testing.T) {
+	testenv.SkipShort(t)
 	ca := func(args ...string) any {
 		objs := render(t, append([]string{"--set", "webhook.enabled=true"}, args...)...)
 		return get(find(objs, "Secret", "teardown-controller-webhook-tls"), "data", "ca.crt")

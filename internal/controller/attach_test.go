@@ -25,6 +25,7 @@ import (
 // policy's finalizer in the very answer to its CREATE, so even one deleted
 // at once is cleaned up.
 func TestAttachAtCreate(t *testing.T) {
+	testenv.SkipShort(t)
 	ns := testenv.NewNamespace(t, k8s)
 	srv := newCleanupServer(t, func(_ int, _ steps.WebhookRequest, w http.ResponseWriter) {
 		answerJSON(w, http.StatusOK, steps.WebhookResponse{Status: steps.WebhookSuccess})

@@ -24,6 +24,7 @@ import (
 // object: with as few workers as cleanup gets, a burst of creates outran
 // it and queued for the whole burst (docs/performance.md, Scale).
 func TestAttachWorkers(t *testing.T) {
+	testenv.SkipShort(t) // reads the suite's running manager
 	workers := controller.DefaultOptions().TargetWorkers
 	want := map[string]float64{"target-attach": float64(4 * workers), "target-finalize": float64(workers)}
 	var got map[string]float64

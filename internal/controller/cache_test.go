@@ -31,6 +31,7 @@ import (
 // empty, not absent: the attach patch tests absence, and a wrong test costs a
 // refused patch and a re-read. TestCacheTransform checks that.)
 func TestKubectlAppliedObjectsAreGuarded(t *testing.T) {
+	testenv.SkipShort(t)
 	ns := testenv.NewNamespace(t, k8s)
 	srv := newCleanupServer(t, func(_ int, _ steps.WebhookRequest, w http.ResponseWriter) {
 		answerJSON(w, http.StatusOK, steps.WebhookResponse{Status: steps.WebhookSuccess})

@@ -78,6 +78,7 @@ func setPodStatus(t *testing.T, pod *corev1.Pod, status corev1.PodStatus) {
 // words; once the pod runs, JobRunning; once the Job succeeds, the object
 // goes and so does the entry.
 func TestDiagnosisOfAJobStep(t *testing.T) {
+	testenv.SkipShort(t)
 	ns := testenv.NewNamespace(t, k8s)
 	pol := jobPolicy(ns, "diagnosed", ns, teardownv1alpha1.FailureRetry)
 	create(t, pol)
@@ -95,7 +96,7 @@ func TestDiagnosisOfAJobStep(t *testing.T) {
 	setPodStatus(t, pod, corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{
 		Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
 		Message: "0/3 nodes are available: 3 Insufficient memory.", LastTransitionTime: metav1.Now()}}})
-	d := waitForDiagnosis(t, pol, target, diagnosis.CausePodWaiting, "Job "+ns+"/"+job.Name+": Pod "+ns+"/"+pod.Name+" is unschedulable: 0/3 nodes are available: 3 Insufficient memory.").Diagnosis
+	d := waitForDiagnosis(t, pol, target, diagnosis.CausePodWaiting, "Pod "+ns+"/"+pod.Name+": a pod of Job "+ns+"/"+job.Name+", cannot run: Pending, Unschedulable: 0/3 nodes are available: 3 Insufficient memory.").Diagnosis
 	if d.Blocker == nil || d.Blocker.Kind != "Pod" || d.Blocker.Name != pod.Name {
 		t.Errorf("blocker = %+v, want pod %s", d.Blocker, pod.Name)
 	}
@@ -106,7 +107,7 @@ func TestDiagnosisOfAJobStep(t *testing.T) {
 
 	setPodStatus(t, pod, corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{
 		Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}})
-	waitForDiagnosis(t, pol, target, diagnosis.CauseJobRunning, "Job "+ns+"/"+job.Name+" runs (1 active pod(s))")
+	waitForDiagnosis(t, pol, target, diagnosis.CauseJobRunning, "Job "+ns+"/"+job.Name+": runs (1 active pod(s))")
 
 	if err := k8s.Get(t.Context(), client.ObjectKeyFromObject(job), job); err != nil {
 		t.Fatal(err)
@@ -121,6 +122,7 @@ func TestDiagnosisOfAJobStep(t *testing.T) {
 // by itself finishing its work); by a pod that runs normally, StillInUse,
 // naming the pod. The pod's deletion releases the object.
 func TestDiagnosisOfAnUnusedStep(t *testing.T) {
+	testenv.SkipShort(t)
 	ns := testenv.NewNamespace(t, k8s)
 	app := "held-" + ns
 	pol := serveUnusedPolicy(t, "diag-unused-"+ns, teardownv1alpha1.Target{APIVersion: "v1", Kind: "Secret", Selector: selector("app", app)})
@@ -136,14 +138,14 @@ func TestDiagnosisOfAnUnusedStep(t *testing.T) {
 		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: `Back-off pulling image "registry.invalid/app:1"`}}}}})
 	del(t, secret)
 
-	d := waitForDiagnosis(t, pol, secret, diagnosis.CausePodWaiting, "Pod "+ns+"/reader: container app waiting: ImagePullBackOff").Diagnosis
+	d := waitForDiagnosis(t, pol, secret, diagnosis.CausePodWaiting, "Pod "+ns+"/reader: cannot run: container app ImagePullBackOff").Diagnosis
 	if d.Blocker == nil || d.Blocker.Kind != "Pod" || d.Blocker.Name != pod.Name {
 		t.Errorf("blocker = %+v, want pod %s", d.Blocker, pod.Name)
 	}
 	setPodStatus(t, pod, corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{
 		Name: "app", Image: "registry.invalid/app:1", Ready: true,
 		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}}}}})
-	d = waitForDiagnosis(t, pol, secret, diagnosis.CauseStillInUse, "Pod "+ns+"/reader still runs (Running) and uses it").Diagnosis
+	d = waitForDiagnosis(t, pol, secret, diagnosis.CauseStillInUse, "Pod "+ns+"/reader: still runs (Running) and uses it").Diagnosis
 	if d.Blocker == nil || d.Blocker.Name != pod.Name {
 		t.Errorf("blocker = %+v, want pod %s", d.Blocker, pod.Name)
 	}

@@ -67,6 +67,7 @@ func blockedGauge(t *testing.T, policy string) map[string]float64 {
 // teardown_blocked_objects counts it. Once the finalizer goes, the entry
 // and the metric's series go too.
 func TestDiagnosisNamesTheRootBlocker(t *testing.T) {
+	testenv.SkipShort(t)
 	ns := testenv.NewNamespace(t, k8s)
 	name := "diagnose-" + ns
 	held := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "held", Namespace: ns,
@@ -168,6 +169,7 @@ func countEvents(t *testing.T, ns, name, reason string) int {
 // it with policy="". Once the finalizer goes, so does the series. It runs
 // its own Diagnoser (the suite's runs without kinds), pass by pass.
 func TestDiagnoseKindsNamespace(t *testing.T) {
+	testenv.SkipShort(t)
 	ns := testenv.NewNamespace(t, k8s)
 	held := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "held", Namespace: ns, Finalizers: []string{"example.com/never"}}}
 	create(t, held)
@@ -240,6 +242,7 @@ func TestDiagnoseKindsNamespace(t *testing.T) {
 // name the ConfigMap and its finalizer (the author's to read), and neither
 // the Deployment nor its namespace.
 func TestDiagnosisOfATenantStaysInItsNamespace(t *testing.T) {
+	testenv.SkipShort(t)
 	ns := testenv.NewNamespace(t, k8s)
 	payments := testenv.NewNamespace(t, k8s)
 	operator := &appsv1.Deployment{
@@ -315,6 +318,7 @@ func TestDiagnosisOfATenantStaysInItsNamespace(t *testing.T) {
 // step in progress on a target that also carries another finalizer nobody
 // removes is reported with that finalizer, the target as blocker.
 func TestDiagnosisWithoutWhatTheStepWaitsOn(t *testing.T) {
+	testenv.SkipShort(t)
 	ns := testenv.NewNamespace(t, k8s)
 	gone := newCleanupServer(t, func(int, steps.WebhookRequest, http.ResponseWriter) {})
 	working := newCleanupServer(t, func(_ int, _ steps.WebhookRequest, w http.ResponseWriter) {

@@ -8,10 +8,13 @@ package controller
 import (
 	"runtime/debug"
 	"testing"
+
+	"github.com/teardown-dev/teardown/internal/testenv"
 )
 
 // TestSetGCPercent: the flag sets GOGC, unless the GOGC variable is set.
 func TestSetGCPercent(t *testing.T) {
+	testenv.SkipShort(t)
 	prev := debug.SetGCPercent(100)
 	t.Cleanup(func() { debug.SetGCPercent(prev) })
 	cases := map[string]struct {

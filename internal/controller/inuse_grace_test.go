@@ -108,6 +108,7 @@ func newSlowAdmission(t *testing.T, ns string) *slowAdmission {
 // the grace, the Secret went before the pod was stored, although the pod
 // was admitted as a user of a live Secret.
 func TestUnusedGraceCoversSlowAdmission(t *testing.T) {
+	testenv.SkipShort(t)
 	// The other webhook lets the pod through this long after the
 	// deletion: within the suite's grace of a second.
 	const latency = 500 * time.Millisecond

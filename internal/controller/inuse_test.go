@@ -95,6 +95,7 @@ func podUsingSecret(ns, name, secret string) *corev1.Pod {
 // refused, at create and through an ephemeral container, with a message
 // that names the Secret; a pod that uses a live Secret is admitted.
 func TestInUseWebhookRefusesNewUses(t *testing.T) {
+	testenv.SkipShort(t)
 	ns := testenv.NewNamespace(t, k8s)
 	app := "inuse-" + ns
 	labels := map[string]string{"app": app}
@@ -201,6 +202,7 @@ func watchDeletions(t *testing.T, ns string) *deletions {
 // list waits out the grace), or stored after the Secret was gone (a pod
 // may always name a Secret that does not exist).
 func TestUnusedNewPodRace(t *testing.T) {
+	testenv.SkipShort(t)
 	const rounds = 30
 	ns := testenv.NewNamespace(t, k8s)
 	app := "race-" + ns

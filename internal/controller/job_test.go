@@ -82,6 +82,7 @@ func finishJob(t *testing.T, job *batchv1.Job, succeeded bool) {
 // identity; the target stays until the Job completes, then goes, and the Job
 // is removed.
 func TestJobStepMustSucceedBeforeRelease(t *testing.T) {
+	testenv.SkipShort(t)
 	ns := testenv.NewNamespace(t, k8s)
 	pol := jobPolicy(ns, "agents", "ok", teardownv1alpha1.FailureRetry)
 	create(t, pol)
@@ -115,6 +116,7 @@ func TestJobStepMustSucceedBeforeRelease(t *testing.T) {
 // TestFailedJobWithReleasePolicy: a failing Job whose step says Release
 // releases the target and records why.
 func TestFailedJobWithReleasePolicy(t *testing.T) {
+	testenv.SkipShort(t)
 	ns := testenv.NewNamespace(t, k8s)
 	pol := jobPolicy(ns, "agents-release", "fail", teardownv1alpha1.FailureRelease)
 	create(t, pol)

@@ -85,6 +85,7 @@ func stillGuarded(t *testing.T, obj client.Object, key, why string) {
 // teardown has started keeps its finalizer, and the policy its own, until
 // that cleanup succeeded; then both go.
 func TestDeletedPolicyFinishesWhatItStarted(t *testing.T) {
+	testenv.SkipShort(t)
 	ns := testenv.NewNamespace(t, k8s)
 	pol := &teardownv1alpha1.TeardownPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: "sticky", Namespace: ns},
@@ -128,6 +129,7 @@ func TestDeletedPolicyFinishesWhatItStarted(t *testing.T) {
 // TestDeletedPolicyWithReleaseLetsGo: onPolicyDeletion: Release lets the
 // objects being torn down go at once, each with a FinalizerReleased Event.
 func TestDeletedPolicyWithReleaseLetsGo(t *testing.T) {
+	testenv.SkipShort(t)
 	ns := testenv.NewNamespace(t, k8s)
 	pol := &teardownv1alpha1.TeardownPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: "letgo", Namespace: ns},
@@ -160,6 +162,7 @@ func TestDeletedPolicyWithReleaseLetsGo(t *testing.T) {
 // succeeded. The edited-away key is served as retired, shown in status,
 // and dropped from status once no object carries it.
 func TestStartedTeardownOutlivesEdits(t *testing.T) {
+	testenv.SkipShort(t)
 	ns := testenv.NewNamespace(t, k8s)
 	pol := &teardownv1alpha1.TeardownPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: "steady", Namespace: ns},
@@ -214,6 +217,7 @@ func TestStartedTeardownOutlivesEdits(t *testing.T) {
 // controller put on objects it does not select is not Ready and never
 // removes that key, from objects being deleted or not.
 func TestForeignKeyIsNeverStripped(t *testing.T) {
+	testenv.SkipShort(t)
 	ns := testenv.NewNamespace(t, k8s)
 	const key = "example.com/other-operator"
 	theirs, going := labelled(ns, "theirs", "owner", "other"), labelled(ns, "going", "owner", "other")
@@ -247,6 +251,7 @@ func TestForeignKeyIsNeverStripped(t *testing.T) {
 // server refuses makes the policy not Ready when it is served, not when an
 // object is deleted.
 func TestInvalidJobTemplateIsFoundUpFront(t *testing.T) {
+	testenv.SkipShort(t)
 	ns := testenv.NewNamespace(t, k8s)
 	pol := &teardownv1alpha1.TeardownPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: "bad-job", Namespace: ns},
@@ -270,6 +275,7 @@ func TestInvalidJobTemplateIsFoundUpFront(t *testing.T) {
 // TestUnmatchedObjectIsReleased: relabelling an object out of a policy's
 // selector releases its finalizer.
 func TestUnmatchedObjectIsReleased(t *testing.T) {
+	testenv.SkipShort(t)
 	ns := testenv.NewNamespace(t, k8s)
 	pol := &teardownv1alpha1.TeardownPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: "selective", Namespace: ns},
@@ -305,6 +311,7 @@ func TestUnmatchedObjectIsReleased(t *testing.T) {
 // TestPolicyDeadline: one policy whose cleanup never finishes, with Release
 // on its deadline, lets its object go; one with Block keeps it.
 func TestPolicyDeadline(t *testing.T) {
+	testenv.SkipShort(t)
 	ns := testenv.NewNamespace(t, k8s)
 	for _, onDeadline := range []teardownv1alpha1.DeadlineAction{teardownv1alpha1.DeadlineRelease, teardownv1alpha1.DeadlineBlock} {
 		name := strings.ToLower(string(onDeadline))
@@ -359,6 +366,7 @@ func TestPolicyDeadline(t *testing.T) {
 // TestNamespaceDeletionWaitsForCleanup: deleting a namespace whose objects
 // are guarded finishes once their cleanup ran.
 func TestNamespaceDeletionWaitsForCleanup(t *testing.T) {
+	testenv.SkipShort(t)
 	ns := testenv.NewNamespace(t, k8s)
 	var mu sync.Mutex
 	cleaned := map[string]bool{}
@@ -414,6 +422,7 @@ func TestNamespaceDeletionWaitsForCleanup(t *testing.T) {
 // such leave. Here the RoleBinding goes first, and the cleanup answers
 // InProgress until those conditions show.
 func TestNamespaceDeletionOutlivesItsRoleBindings(t *testing.T) {
+	testenv.SkipShort(t)
 	ns := testenv.NewNamespace(t, k8s)
 	var finish atomic.Bool
 	var mu sync.Mutex
@@ -521,6 +530,7 @@ func TestNamespaceDeletionOutlivesItsRoleBindings(t *testing.T) {
 // condition or a cluster-scoped target in a namespaced policy reports why in
 // its Ready condition, and never disturbs a good policy beside it.
 func TestPolicyThatCannotBeServed(t *testing.T) {
+	testenv.SkipShort(t)
 	ns := testenv.NewNamespace(t, k8s)
 	cases := map[string]struct {
 		spec       teardownv1alpha1.TeardownPolicySpec
@@ -592,6 +602,7 @@ func TestPolicyThatCannotBeServed(t *testing.T) {
 // target kind releases that kind's objects, and changing its finalizer key
 // moves every object from the old key to the new one; no key is stranded.
 func TestPolicyEditReleasesWhatItNoLongerGuards(t *testing.T) {
+	testenv.SkipShort(t)
 	ns := testenv.NewNamespace(t, k8s)
 	pol := &teardownv1alpha1.TeardownPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: "editable", Namespace: ns},

@@ -68,6 +68,7 @@ func gaugeIs(t *testing.T, metric, name string, want float64) func(context.Conte
 // TestPolicyGauges: teardown_policy_{ready,guarded,terminating,blocked}
 // follow a policy's status, and its series go with it.
 func TestPolicyGauges(t *testing.T) {
+	testenv.SkipShort(t)
 	ns := testenv.NewNamespace(t, k8s)
 	var done atomic.Bool
 	srv := newCleanupServer(t, func(_ int, _ steps.WebhookRequest, w http.ResponseWriter) {

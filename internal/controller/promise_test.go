@@ -45,6 +45,7 @@ func noReleaseEvent(t *testing.T, ns, name string) {
 // has not failed the cleanup: the object stays until the webhook answers
 // Success, and is never released.
 func TestTransientErrorsNeverRelease(t *testing.T) {
+	testenv.SkipShort(t)
 	ns := testenv.NewNamespace(t, k8s)
 	var mu sync.Mutex
 	var answers []int // HTTP codes to answer next, then Success
@@ -110,6 +111,7 @@ func TestTransientErrorsNeverRelease(t *testing.T) {
 // forged ({"step":99}) or garbled ({"step":-1}): each restarts from the
 // first step, and the object goes only once c answered Success.
 func TestStepEditsNeverSkipAStep(t *testing.T) {
+	testenv.SkipShort(t)
 	ns := testenv.NewNamespace(t, k8s)
 	var mu sync.Mutex
 	cOpen := false

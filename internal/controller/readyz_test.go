@@ -14,12 +14,15 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/teardown-dev/teardown/internal/testenv"
 )
 
 // With a webhook on, /readyz checks the webhook server too (its TLS
 // listener answers), so a replica's Service endpoint, which the API server
 // calls, is ready only once it serves: kubectl teardown check relies on it.
 func TestReadyzCoversTheWebhookServer(t *testing.T) {
+	testenv.SkipShort(t)
 	var body string
 	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+probeAddr+"/readyz?verbose", nil)

@@ -117,6 +117,7 @@ const admissionRefuses = "refused at admission"
 // before anything is guarded, and nothing outside is touched even when the
 // author deletes their own objects.
 func TestTenantCannotReachBeyondTheirRights(t *testing.T) {
+	testenv.SkipShort(t)
 	ts := newTenant(t)
 	deleteStep := func(apiVersion, kind string) teardownv1alpha1.Step {
 		return teardownv1alpha1.Step{Name: "delete-" + strings.ToLower(kind), Delete: &teardownv1alpha1.DeleteAction{
@@ -206,6 +207,7 @@ func TestTenantCannotReachBeyondTheirRights(t *testing.T) {
 // rights) once the ServiceAccount loses the right after the policy was
 // served.
 func TestTenantPolicyActsAsItsServiceAccount(t *testing.T) {
+	testenv.SkipShort(t)
 	ts := newTenant(t)
 	leftover := labelled(ts.tenant, "leftover", "doomed", "yes")
 	if err := ts.author.Create(t.Context(), leftover); err != nil {

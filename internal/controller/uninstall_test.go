@@ -125,6 +125,7 @@ func (a *agentInstall) rbacPresent(ctx context.Context) (present []string, err e
 // pods are still terminating; with a ClusterTeardownPolicy that waits for
 // the pods, it stays until they are gone.
 func TestOrderedUninstall(t *testing.T) {
+	testenv.SkipShort(t)
 	ns := testenv.NewNamespace(t, k8s)
 
 	t.Run("without a policy the RBAC goes first", func(t *testing.T) {

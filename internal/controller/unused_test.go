@@ -173,6 +173,7 @@ func blockedMessage(t *testing.T, pol *teardownv1alpha1.ClusterTeardownPolicy, k
 // throughout), goes right after the last one, and objects no pod uses go
 // at once.
 func TestUnusedHoldsWhilePodsUseIt(t *testing.T) {
+	testenv.SkipShort(t)
 	ns := testenv.NewNamespace(t, k8s)
 	app := "agent-" + ns
 	labels := map[string]string{"app": app}
@@ -266,6 +267,7 @@ func TestUnusedHoldsWhilePodsUseIt(t *testing.T) {
 // away when it goes. It stays while a pod bound to the aggregating role
 // runs, the pods keep its rights throughout, and it goes after the last.
 func TestUnusedHoldsAnAggregatedClusterRole(t *testing.T) {
+	testenv.SkipShort(t)
 	// Short names: status messages are bounded (to 256 characters), and
 	// this one names the namespace twice and the aggregating role twice.
 	id := fmt.Sprint(time.Now().UnixNano() % 100_000)
@@ -338,6 +340,7 @@ func TestUnusedHoldsAnAggregatedClusterRole(t *testing.T) {
 // TestUnusedCountsOnlyPodsThatUseIt: what does not hold, and what holds
 // without naming the object.
 func TestUnusedCountsOnlyPodsThatUseIt(t *testing.T) {
+	testenv.SkipShort(t)
 	ns := testenv.NewNamespace(t, k8s)
 	app := "held-" + ns
 	pol := serveUnusedPolicy(t, "unused-"+ns,
@@ -406,6 +409,7 @@ func TestUnusedCountsOnlyPodsThatUseIt(t *testing.T) {
 // own namespace: a Role of the tenant bound to another namespace's
 // ServiceAccount, whose pod runs, is not held by it.
 func TestUnusedTenantSeesOnlyItsNamespace(t *testing.T) {
+	testenv.SkipShort(t)
 	tenant, other := testenv.NewNamespace(t, k8s), testenv.NewNamespace(t, k8s)
 	rules := []rbacv1.PolicyRule{{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"roles"}, Verbs: []string{"get", "list", "watch", "patch"}}}
 	create(t, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "cleaner", Namespace: tenant}})

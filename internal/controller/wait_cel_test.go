@@ -27,6 +27,7 @@ import (
 // target goes. A condition over the estimated cost bound (a loop over
 // objects inside another) makes its policy Ready=False, InvalidCondition.
 func TestWaitConditionKubernetesCEL(t *testing.T) {
+	testenv.SkipShort(t)
 	ns := testenv.NewNamespace(t, k8s)
 	const condition = "objects.all(o, quantity(o.data.size).isLessThan(quantity('1Gi')) && " +
 		"url(o.data.endpoint).getScheme() == 'https' && cidr('10.0.0.0/8').containsIP(ip(o.data.address)))"

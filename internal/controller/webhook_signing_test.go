@@ -34,6 +34,7 @@ const clusterResourceNamespace = "teardown-system"
 // signingSecretRef names in the controller's namespace; the receiver
 // verifies it and the object goes after its answer.
 func TestWebhookSignedForClusterPolicy(t *testing.T) {
+	testenv.SkipShort(t)
 	ns := testenv.NewNamespace(t, k8s)
 	if err := k8s.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: clusterResourceNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)

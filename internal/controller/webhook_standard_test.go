@@ -147,6 +147,7 @@ func (rc *exampleReceiver) webhookIDs() map[string]bool {
 // given the right secret the retried call of the same delivery (same
 // webhook-id) is accepted.
 func TestExampleReceiverAcceptsTheController(t *testing.T) {
+	testenv.SkipShort(t)
 	ns := testenv.NewNamespace(t, k8s)
 	if err := k8s.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: clusterResourceNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)

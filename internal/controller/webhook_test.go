@@ -29,6 +29,7 @@ import (
 // Service calls the webhook with the Service's identity, then the Service is
 // gone.
 func TestDeclaredServiceFinalizerRunsWebhook(t *testing.T) {
+	testenv.SkipShort(t)
 	ns := testenv.NewNamespace(t, k8s)
 	srv := newCleanupServer(t, func(_ int, _ steps.WebhookRequest, w http.ResponseWriter) {
 		answerJSON(w, http.StatusOK, steps.WebhookResponse{Status: steps.WebhookSuccess})
@@ -86,6 +87,7 @@ func TestDeclaredServiceFinalizerRunsWebhook(t *testing.T) {
 // succeeds. The object stays until success, and the external record is
 // removed exactly once in effect.
 func TestWebhookRetriedUntilSuccess(t *testing.T) {
+	testenv.SkipShort(t)
 	ns := testenv.NewNamespace(t, k8s)
 	var mu sync.Mutex
 	records := map[string]bool{} // the external system's state

@@ -23,7 +23,7 @@ var layers = [][]string{
 	{"internal/controller", "internal/demo"},
 	{"internal/controller/teardownpolicy", "internal/controller/diagnosis", "internal/guarded", "internal/admit"},
 	{
-		"internal/steps", "internal/policy", "internal/waits", "internal/inuse", "internal/diagnose",
+		"internal/steps", "internal/policy", "internal/waits", "internal/inuse", "internal/diagnose", "internal/diagnose/kube",
 		"internal/plugin", "internal/uninstall", "internal/installcheck", "internal/controller/cachetransform",
 		"internal/queuekey", "internal/cleantext", "internal/version", "internal/lease", "internal/fairqueue",
 	},
@@ -33,7 +33,7 @@ var layers = [][]string{
 // testSupport may import anything; no package of the layers imports it.
 var testSupport = map[string]bool{
 	"internal/testenv": true, "internal/testenv/procctl": true, "internal/plugin/plugintest": true,
-	"internal/chart": true, "internal/deps": true,
+	"internal/chart": true, "internal/deps": true, "internal/diagnose/kube/kubefake": true,
 }
 
 // TestNoPackageImportsUpward holds every package of the module's products

@@ -11,8 +11,8 @@ import (
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -57,15 +57,15 @@ func (e *Explainer) webhooks(ctx context.Context) []webhookInfo {
 		}
 		return *u
 	}
-	if l, err := e.c.kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().List(ctx, metav1.ListOptions{}); err == nil {
-		for _, c := range l.Items {
+	if l, err := e.c.ValidatingWebhookConfigurations(ctx); err == nil {
+		for _, c := range l {
 			for _, w := range c.Webhooks {
 				out = append(out, webhookInfo{Config: c.Name, Kind: "ValidatingWebhookConfiguration", Name: w.Name, FailurePolicy: fp(w.FailurePolicy), Operations: ops(w.Rules), Service: w.ClientConfig.Service, URL: url(w.ClientConfig.URL)})
 			}
 		}
 	}
-	if l, err := e.c.kube.AdmissionregistrationV1().MutatingWebhookConfigurations().List(ctx, metav1.ListOptions{}); err == nil {
-		for _, c := range l.Items {
+	if l, err := e.c.MutatingWebhookConfigurations(ctx); err == nil {
+		for _, c := range l {
 			for _, w := range c.Webhooks {
 				out = append(out, webhookInfo{Config: c.Name, Kind: "MutatingWebhookConfiguration", Name: w.Name, FailurePolicy: fp(w.FailurePolicy), Operations: ops(w.Rules), Service: w.ClientConfig.Service, URL: url(w.ClientConfig.URL)})
 			}
@@ -76,18 +76,21 @@ func (e *Explainer) webhooks(ctx context.Context) []webhookInfo {
 
 // serviceBackend describes whether a Service has ready endpoints.
 func (e *Explainer) serviceBackend(ctx context.Context, ns, name string) (string, bool) {
-	if _, err := e.c.kube.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{}); err != nil {
+	if _, err := e.c.Service(ctx, ns, name); err != nil {
 		if apierrors.IsNotFound(err) {
 			return fmt.Sprintf("Service %s/%s does not exist", ns, name), false
 		}
 		return "", true
 	}
-	slices, err := e.c.kube.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=" + name})
+	slices, err := e.c.EndpointSlices(ctx, ns)
 	if err != nil {
 		return "", true
 	}
 	ready := 0
-	for _, s := range slices.Items {
+	for _, s := range slices {
+		if s.Labels[discoveryv1.LabelServiceName] != name {
+			continue
+		}
 		for _, ep := range s.Endpoints {
 			if ep.Conditions.Ready == nil || *ep.Conditions.Ready {
 				ready++

@@ -11,7 +11,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Chains followed to the end (issue 11, family 4): a PersistentVolume held
@@ -35,12 +34,12 @@ var gvkPVC = corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim")
 // pv-protection controller keeps the volume while it is Bound, and the PV
 // controller marks it Released only once the claim is gone.
 func (e *Explainer) boundClaim(ctx context.Context, fd *Finding, s subject) {
-	pv, err := e.c.kube.CoreV1().PersistentVolumes().Get(ctx, s.Obj.GetName(), metav1.GetOptions{})
+	pv, err := e.c.PersistentVolume(ctx, s.Obj.GetName())
 	if err != nil || pv.Status.Phase != corev1.VolumeBound || pv.Spec.ClaimRef == nil {
 		return
 	}
 	cr := pv.Spec.ClaimRef
-	claim, err := e.c.kube.CoreV1().PersistentVolumeClaims(cr.Namespace).Get(ctx, cr.Name, metav1.GetOptions{})
+	claim, err := e.c.PersistentVolumeClaim(ctx, cr.Namespace, cr.Name)
 	if apierrors.IsNotFound(err) || (err == nil && cr.UID != "" && claim.UID != cr.UID) {
 		fd.Severity = SeverityWaiting
 		fd.Message += ", which no longer exists: the PV controller (persistentvolume-binder in kube-controller-manager) marks the volume Released next, then the pv-protection controller removes the finalizer"

@@ -240,9 +240,10 @@ func (e *Explainer) listFailure(ctx context.Context, ns string, err error) []Fin
 		}
 		ref := ObjectRef{Resource: resource, Namespace: objNS, Name: name}
 		gvr := schema.GroupVersionResource{Group: group, Resource: resource}
-		for _, r := range e.c.getResources() {
+		rs, _ := e.c.Resources()
+		for _, r := range rs {
 			if r.GVR.Group == group && r.GVR.Resource == resource {
-				gvr, ref.APIVersion, ref.Kind = r.GVR, r.apiVersion(), r.Kind
+				gvr, ref.APIVersion, ref.Kind = r.GVR, r.APIVersion(), r.Kind
 			}
 		}
 		out = append(out, corruptFinding(ref, gvr, "/registry"+u.Key, u.Why))

@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/teardown-dev/teardown/internal/diagnose/kube"
 )
 
 // Causes of this family (see report.go).
@@ -56,8 +58,8 @@ func (e *Explainer) crdCleanup(ctx context.Context, fd *Finding, obj metav1.Obje
 			version, _ = m["name"].(string)
 		}
 	}
-	res := APIResource{GVR: schema.GroupVersionResource{Group: group, Version: version, Resource: plural}, Kind: kind, Namespaced: scope == "Namespaced"}
-	items, errs := e.c.ListMeta(ctx, []APIResource{res}, "", "", 1)
+	res := kube.APIResource{GVR: schema.GroupVersionResource{Group: group, Version: version, Resource: plural}, Kind: kind, Namespaced: scope == "Namespaced"}
+	items, errs := e.c.ListMeta(ctx, []kube.APIResource{res}, "", "", 1)
 	if len(errs) > 0 {
 		fd.Message = fmt.Sprintf("the custom resources cannot be listed: %v%s", errs[0], condMsg)
 		return

@@ -10,10 +10,10 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/teardown-dev/teardown/internal/cleantext"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/teardown-dev/teardown/internal/cleantext"
 )
 
 var (
@@ -120,11 +120,11 @@ func (e *Explainer) crossplanePackage(ctx context.Context, gvk schema.GroupVersi
 		}
 		switch r.Kind {
 		case "ProviderRevision":
-			if got, err := e.c.clusterObject(ctx, gvrProviderRevision, r.Name); err == nil {
+			if got, err := e.c.ClusterObject(ctx, gvrProviderRevision, r.Name); err == nil {
 				rev = got
 			}
 		case "Provider":
-			if got, err := e.c.clusterObject(ctx, gvrProvider, r.Name); err == nil {
+			if got, err := e.c.ClusterObject(ctx, gvrProvider, r.Name); err == nil {
 				provider = got
 			}
 		}
@@ -132,7 +132,7 @@ func (e *Explainer) crossplanePackage(ctx context.Context, gvk schema.GroupVersi
 	if rev != nil && provider == nil {
 		for _, r := range rev.GetOwnerReferences() {
 			if r.Kind == "Provider" && groupOf(r.APIVersion) == gvrProvider.Group {
-				if got, err := e.c.clusterObject(ctx, gvrProvider, r.Name); err == nil {
+				if got, err := e.c.ClusterObject(ctx, gvrProvider, r.Name); err == nil {
 					provider = got
 				}
 			}
@@ -143,7 +143,7 @@ func (e *Explainer) crossplanePackage(ctx context.Context, gvk schema.GroupVersi
 
 // crdOf is the CRD serving gvk, from the run's list of CRDs.
 func (e *Explainer) crdOf(ctx context.Context, gvk schema.GroupVersionKind) *unstructured.Unstructured {
-	crds := e.c.getCRDs(ctx)
+	crds := e.c.CRDs(ctx)
 	for i := range crds {
 		g, _, _ := unstructured.NestedString(crds[i].Object, "spec", "group")
 		k, _, _ := unstructured.NestedString(crds[i].Object, "spec", "names", "kind")
@@ -157,7 +157,7 @@ func (e *Explainer) crdOf(ctx context.Context, gvk schema.GroupVersionKind) *uns
 // providerRuntime is the Deployment running a provider revision, labelled
 // by Crossplane's package manager.
 func (e *Explainer) providerRuntime(ctx context.Context, revision, provider string) (workload, bool) {
-	for _, w := range e.c.workloadList(ctx) {
+	for _, w := range workloadList(ctx, e.c) {
 		if w.Labels["pkg.crossplane.io/revision"] == revision || (provider != "" && w.Labels["pkg.crossplane.io/provider"] == provider) {
 			return w, true
 		}
@@ -193,20 +193,4 @@ func notTrue(u *unstructured.Unstructured, what string, types ...string) []strin
 		out = append(out, s)
 	}
 	return out
-}
-
-// clusterObject is a cluster-scoped object read once per run: every managed
-// resource of a provider asks for the same Provider and revision.
-func (c *Cluster) clusterObject(ctx context.Context, gvr schema.GroupVersionResource, name string) (*unstructured.Unstructured, error) {
-	got, err := cachedList(c, "object/"+gvr.String()+"/"+name, func() ([]unstructured.Unstructured, error) {
-		u, err := c.dyn.Resource(gvr).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return nil, err
-		}
-		return []unstructured.Unstructured{*u}, nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &got[0], nil
 }

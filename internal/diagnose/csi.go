@@ -13,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/teardown-dev/teardown/internal/diagnose/kube"
 )
 
 // csiDriverOf names the CSI driver behind a CSI finalizer: the attacher of
@@ -51,7 +53,7 @@ func (e *Explainer) csiDriverOf(ctx context.Context, gvk schema.GroupVersionKind
 	}
 	if attacher {
 		dashed := strings.TrimPrefix(fin, "external-attacher/")
-		for _, d := range e.c.csiDrivers(ctx) {
+		for _, d := range csiDrivers(ctx, e.c) {
 			if strings.ReplaceAll(d, ".", "-") == dashed {
 				return d
 			}
@@ -90,7 +92,7 @@ func (e *Explainer) csiController(ctx context.Context, driver string, sidecars [
 	dashed := strings.ReplaceAll(driver, ".", "-")
 	names := []string{first + "-csi-controller", "csi-" + first + "-controller", dashed + "-controller", first + "-controller",
 		"csi-" + first + "plugin-controller", first + "-csi-controller-plugin", "csi-" + first + "plugin-provisioner", "csi-" + first + "plugin-attacher"}
-	workloads := e.c.workloadList(ctx)
+	workloads := workloadList(ctx, e.c)
 	for _, n := range names {
 		for _, w := range workloads {
 			if w.Ref.Name == n {
@@ -120,7 +122,7 @@ func (e *Explainer) csiOwner(ctx context.Context, o *Owner, gvk schema.GroupVers
 	if driver == "" {
 		return workload{}, false, false
 	}
-	if containsString(e.c.csiDrivers(ctx), driver) {
+	if containsString(csiDrivers(ctx, e.c), driver) {
 		o.Evidence = append(o.Evidence, fmt.Sprintf("CSIDriver %s is registered", driver))
 	} else {
 		o.Evidence = append(o.Evidence, fmt.Sprintf("no CSIDriver object %s is registered (a driver must register one to be called)", driver))
@@ -152,17 +154,11 @@ func firstLabel(driver string) string {
 }
 
 // csiDrivers is the name of every CSIDriver, read once per run.
-func (c *Cluster) csiDrivers(ctx context.Context) []string {
-	names, _ := cachedList(c, "csidrivers", func() ([]string, error) {
-		l, err := c.kube.StorageV1().CSIDrivers().List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return nil, err
-		}
-		var out []string
-		for _, d := range l.Items {
-			out = append(out, d.Name)
-		}
-		return out, nil
-	})
-	return names
+func csiDrivers(ctx context.Context, c *kube.Cluster) []string {
+	drivers, _ := c.CSIDrivers(ctx)
+	var out []string
+	for _, d := range drivers {
+		out = append(out, d.Name)
+	}
+	return out
 }

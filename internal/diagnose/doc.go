@@ -10,11 +10,11 @@ SPDX-License-Identifier: Apache-2.0
 // It links no cobra, no cli-runtime and no controller-runtime, so the plugin
 // stays lean and the controller can run the same analysis.
 //
-//   - cluster.go: Cluster, the one access to the API server. It reads once
-//     per run what every explanation needs (discovery, CRDs, APIServices,
-//     Teardown policies, workloads, namespaces, the metadata of whole
-//     namespaces through paginated lists, kube-controller-manager's Lease)
-//     and shares it between every object explained with it.
+//   - package kube (kube/): the engine's one access to the API server, a
+//     read-only layer with no exported client: every read a getter cached
+//     per run (one list per kind and namespace), the server-side dry-runs
+//     named in kube/dryrun.go. Explainers of one run share its Cluster.
+//     kube/kubefake builds one over client-go's fakes for the unit tier.
 //   - engine.go: Explainer, which walks one target's finalizers and asks the
 //     catalog for the check of each.
 //   - catalog.go: Entry, a well-known finalizer with its id, texts and
@@ -45,14 +45,17 @@ SPDX-License-Identifier: Apache-2.0
 //   - report.go and render.go: the Report (the JSON schema of docs/cli.md)
 //     and its human rendering, both pure.
 //   - summary.go: status's one-line blockers.
+//   - stepwaits.go: what a pending Teardown step waits on (WaitingOn,
+//     StepFailed), for the controller's diagnosis: its causes are the
+//     engine's, and its pods are judged as workloads' are (judgePod).
 //
 // docs/diagnose.md says how to add a cause.
 //
-// Why one package of about 8,300 lines: the catalog is one vocabulary of
+// Why the families stay one package: the catalog is one vocabulary of
 // causes, and each family's file holds its entries beside their checks, so
-// that adding a cause touches one file; the families share Cluster's
-// per-run reads and the Explainer's walk, and splitting them into packages
-// would export that walk to every family. The layering the structure
-// review asks for (API access behind Cluster, the report schema on its
-// own) is the next cut (issue 17), not yet made.
+// that adding a cause touches one file; the families share the run's
+// reads and the Explainer's walk, and splitting them into packages would
+// export that walk to every family. The cluster is cut out (package kube),
+// so a family cannot read around the per-run caches and is tested on
+// fakes; the report schema on its own is the next cut.
 package diagnose

@@ -36,7 +36,7 @@ func (e *Explainer) resourceClaim(ctx context.Context, fd *Finding, obj metav1.O
 	fd.Cause, fd.Catalog = CauseResourceClaimInUse, "C12"
 	fd.Owner = e.builtInOwner(ctx, "resource claim controller (kube-controller-manager)")
 	fd.FixOwner = "the owners of the pods that use the claim; the DRA driver's owner"
-	claim, err := e.c.kube.ResourceV1().ResourceClaims(obj.GetNamespace()).Get(ctx, obj.GetName(), metav1.GetOptions{})
+	claim, err := e.c.ResourceClaim(ctx, obj.GetNamespace(), obj.GetName())
 	if err != nil {
 		fd.Message = "could not read the ResourceClaim: " + err.Error()
 		return
@@ -55,7 +55,7 @@ func (e *Explainer) resourceClaim(ctx context.Context, fd *Finding, obj metav1.O
 				Message: fmt.Sprintf("%s %s reserves the claim", r.Resource, r.Name), FixOwner: "its owner", Remedy: "delete it, or have its controller release the claim"})
 			continue
 		}
-		pod, err := e.c.pod(ctx, claim.Namespace, r.Name)
+		pod, err := e.c.Pod(ctx, claim.Namespace, r.Name)
 		if err != nil || pod.UID != r.UID || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 			stale++
 			continue

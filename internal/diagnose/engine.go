@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/teardown-dev/teardown/internal/diagnose/kube"
 	"github.com/teardown-dev/teardown/pkg/finalizer/record"
 )
 
@@ -35,7 +36,7 @@ const (
 // reads, and issues server-side dry-runs; it never writes. Explainers of
 // one run share their Cluster, and with it every list read.
 type Explainer struct {
-	c   *Cluster
+	c   *kube.Cluster
 	now time.Time
 	// gcStallAfter is how long the garbage collector may leave a
 	// foregroundDeletion or orphan finalizer with nothing left to do, or a
@@ -49,7 +50,7 @@ type Explainer struct {
 }
 
 // NewExplainer explains with c's caches, judging ages against now.
-func NewExplainer(c *Cluster, now time.Time) *Explainer {
+func NewExplainer(c *kube.Cluster, now time.Time) *Explainer {
 	return &Explainer{c: c, now: now, visited: map[types.UID]bool{}, gcStallAfter: DefaultGCStallAfter}
 }
 
@@ -114,7 +115,7 @@ func (e *Explainer) Explain(ctx context.Context, t Target) (*Report, error) {
 // (status: its metadata from a list), without reading it again unless its
 // checks need the whole object (a Namespace's spec, a CRD's names).
 func (e *Explainer) ExplainObject(ctx context.Context, t Target, obj metav1.Object) (*Report, error) {
-	crd := t.GVR.Group == gvrCRD.Group && t.GVR.Resource == gvrCRD.Resource
+	crd := t.GVR.Group == kube.GVRCRD.Group && t.GVR.Resource == kube.GVRCRD.Resource
 	if _, full := obj.(*unstructured.Unstructured); !full && (t.IsNamespace() || crd) {
 		return e.Explain(ctx, t)
 	}

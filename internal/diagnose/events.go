@@ -22,7 +22,7 @@ import (
 // controllers' warnings about the object (the API server's own repair loops,
 // say) from being read as the owner's complaint.
 func (e *Explainer) warningEvents(ctx context.Context, obj metav1.Object, max int, components ...string) []string {
-	all, err := e.c.warningEventsIn(ctx, obj.GetNamespace())
+	all, err := e.c.WarningEvents(ctx, obj.GetNamespace())
 	if err != nil {
 		return nil
 	}

@@ -10,12 +10,12 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/teardown-dev/teardown/internal/cleantext"
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/teardown-dev/teardown/internal/cleantext"
 )
 
 // evictionRefused asks the API server whether it would evict pod now, with
@@ -27,10 +27,7 @@ import (
 // question could not be asked (no right to create evictions: a read-only
 // user) or got another answer.
 func (e *Explainer) evictionRefused(ctx context.Context, pod *corev1.Pod) (why string, refused, ok bool) {
-	ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},
-		DeleteOptions: &metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}}}
-	err := e.c.kube.CoreV1().RESTClient().Post().Namespace(pod.Namespace).Resource("pods").Name(pod.Name).SubResource("eviction").
-		Param("dryRun", metav1.DryRunAll).Body(ev).Do(ctx).Error()
+	err := e.c.DryRunEviction(ctx, pod.Namespace, pod.Name)
 	switch {
 	case err == nil:
 		return "", false, true
@@ -83,11 +80,11 @@ const CauseEvictionRefused = "EvictionRefused"
 // server's own answer to a dry-run eviction, and the budgets covering the
 // pod are named with their status.
 func (e *Explainer) evictionFinding(ctx context.Context, obj metav1.Object) (Finding, bool) {
-	pod, err := e.c.pod(ctx, obj.GetNamespace(), obj.GetName())
+	pod, err := e.c.Pod(ctx, obj.GetNamespace(), obj.GetName())
 	if err != nil || pod.DeletionTimestamp != nil || pod.Spec.NodeName == "" {
 		return Finding{}, false
 	}
-	node, err := e.c.node(ctx, pod.Spec.NodeName)
+	node, err := e.c.Node(ctx, pod.Spec.NodeName)
 	if err != nil {
 		return Finding{}, false
 	}
@@ -112,8 +109,8 @@ func (e *Explainer) evictionFinding(ctx context.Context, obj metav1.Object) (Fin
 	}
 	var budgets []string
 	blocking := false
-	if l, err := e.c.kube.PolicyV1().PodDisruptionBudgets(pod.Namespace).List(ctx, metav1.ListOptions{}); err == nil {
-		for _, b := range l.Items {
+	if l, err := e.c.PodDisruptionBudgets(ctx, pod.Namespace); err == nil {
+		for _, b := range l {
 			if b.Spec.Selector == nil {
 				continue
 			}

@@ -13,7 +13,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/teardown-dev/teardown/internal/diagnose/kube"
 )
 
 // Causes of this family (see report.go).
@@ -40,8 +41,8 @@ var gcEntries = []Entry{
 // foreground: E1/E2.
 func (e *Explainer) foreground(ctx context.Context, fd *Finding, gvr schema.GroupVersionResource, obj metav1.Object, depth int) {
 	fd.Owner = &Owner{Component: "garbage collector (kube-controller-manager)", Source: SourceCatalog, State: OwnerUnknown}
-	var blocking []MetaItem
-	for _, d := range e.c.dependents(ctx, obj.GetNamespace(), obj.GetUID()) {
+	var blocking []kube.MetaItem
+	for _, d := range e.c.Dependents(ctx, obj.GetNamespace(), obj.GetUID()) {
 		for _, r := range d.Obj.OwnerReferences {
 			if r.UID == obj.GetUID() && r.BlockOwnerDeletion != nil && *r.BlockOwnerDeletion {
 				blocking = append(blocking, d)
@@ -122,7 +123,7 @@ func (e *Explainer) gcStallEvidence(ctx context.Context) string {
 // is not running (left out of --controllers, kube-controller-manager down)
 // or not progressing (informers not synced). It reports false, leaving fd
 // alone, when that is not the case: the dependents are then E1's.
-func (e *Explainer) gcNeverDeleted(ctx context.Context, fd *Finding, obj metav1.Object, blocking []MetaItem) bool {
+func (e *Explainer) gcNeverDeleted(ctx context.Context, fd *Finding, obj metav1.Object, blocking []kube.MetaItem) bool {
 	for _, d := range blocking {
 		if d.Obj.DeletionTimestamp != nil {
 			return false
@@ -148,7 +149,7 @@ func (e *Explainer) gcNeverDeleted(ctx context.Context, fd *Finding, obj metav1.
 			fd.Children = append(fd.Children, Finding{Cause: "More", Severity: SeverityInfo, Message: fmt.Sprintf("%d more dependents not shown", len(blocking)-maxChildren)})
 			break
 		}
-		ref := d.Ref()
+		ref := ItemRef(d)
 		fd.Children = append(fd.Children, Finding{Cause: "BlockingDependent", Severity: SeverityWaiting, Object: &ref,
 			Message: fmt.Sprintf("%s is not deleted: the garbage collector has not acted on it", ref)})
 	}
@@ -156,8 +157,8 @@ func (e *Explainer) gcNeverDeleted(ctx context.Context, fd *Finding, obj metav1.
 }
 
 // dependentNode explains one dependent an owner waits on.
-func (e *Explainer) dependentNode(ctx context.Context, d MetaItem, depth int) Finding {
-	ref := d.Ref()
+func (e *Explainer) dependentNode(ctx context.Context, d kube.MetaItem, depth int) Finding {
+	ref := ItemRef(d)
 	gvk := d.Res.GVR.GroupVersion().WithKind(d.Res.Kind)
 	n := Finding{Cause: "BlockingDependent", Severity: SeverityBlocker, Object: &ref}
 	if d.Obj.DeletionTimestamp == nil {
@@ -176,7 +177,7 @@ func (e *Explainer) dependentNode(ctx context.Context, d MetaItem, depth int) Fi
 // orphan: E3.
 func (e *Explainer) orphan(ctx context.Context, fd *Finding, gvr schema.GroupVersionResource, obj metav1.Object) {
 	fd.Owner = &Owner{Component: "garbage collector (kube-controller-manager)", Source: SourceCatalog, State: OwnerUnknown}
-	deps := e.c.dependents(ctx, obj.GetNamespace(), obj.GetUID())
+	deps := e.c.Dependents(ctx, obj.GetNamespace(), obj.GetUID())
 	if len(deps) == 0 {
 		e.gcIdle(ctx, fd, obj, "no dependent still references it")
 		return
@@ -190,7 +191,7 @@ func (e *Explainer) orphan(ctx context.Context, fd *Finding, gvr schema.GroupVer
 		if i == maxChildren || e.skipDryRun {
 			break
 		}
-		ref := d.Ref()
+		ref := ItemRef(d)
 		idx := -1
 		for j, r := range d.Obj.OwnerReferences {
 			if r.UID == obj.GetUID() {
@@ -201,13 +202,7 @@ func (e *Explainer) orphan(ctx context.Context, fd *Finding, gvr schema.GroupVer
 			{"op": "test", "path": fmt.Sprintf("/metadata/ownerReferences/%d/uid", idx), "value": string(obj.GetUID())},
 			{"op": "remove", "path": fmt.Sprintf("/metadata/ownerReferences/%d", idx)},
 		})
-		var err error
-		opts := metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}}
-		if ref.Namespace != "" {
-			_, err = e.c.dyn.Resource(d.Res.GVR).Namespace(ref.Namespace).Patch(ctx, ref.Name, types.JSONPatchType, patch, opts)
-		} else {
-			_, err = e.c.dyn.Resource(d.Res.GVR).Patch(ctx, ref.Name, types.JSONPatchType, patch, opts)
-		}
+		err := e.c.DryRunOrphaning(ctx, d.Res.GVR, ref.Namespace, ref.Name, patch)
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			fd.Severity = SeverityBlocker
 			fd.Cause = CauseOrphanDependentUnpatchable

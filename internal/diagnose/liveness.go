@@ -8,13 +8,13 @@ package diagnose
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/teardown-dev/teardown/internal/diagnose/kube"
 )
 
 // Liveness states of a control-plane controller, read from its
@@ -35,8 +35,8 @@ const (
 
 // Clocks a liveness was judged with.
 const (
-	ClockAPIServer = "apiServer"
-	ClockLocal     = "local"
+	ClockAPIServer = kube.ClockAPIServer
+	ClockLocal     = kube.ClockLocal
 )
 
 // ControllerLiveness is what a control-plane controller's leader-election
@@ -132,15 +132,14 @@ var leaderElectionWitnesses = []string{"kube-scheduler", "cloud-controller-manag
 // ControllerManagerLiveness reads kube-controller-manager's Lease (one GET; a
 // second, of the scheduler's, only when it is gone) and judges it against
 // the API server's clock. now is this machine's clock.
-func (c *Cluster) ControllerManagerLiveness(ctx context.Context, now time.Time) ControllerLiveness {
+func ControllerManagerLiveness(ctx context.Context, c *kube.Cluster, now time.Time) ControllerLiveness {
 	l := ControllerLiveness{Component: "kube-controller-manager", Lease: kcmLeaseNamespace + "/" + kcmLeaseName}
-	leases := c.kube.CoordinationV1().Leases(kcmLeaseNamespace)
-	lease, err := leases.Get(ctx, kcmLeaseName, metav1.GetOptions{})
+	lease, err := c.Lease(ctx, kcmLeaseNamespace, kcmLeaseName)
 	switch {
 	case apierrors.IsNotFound(err):
 		l.State = LivenessGone
 		for _, w := range leaderElectionWitnesses {
-			other, err := leases.Get(ctx, w, metav1.GetOptions{})
+			other, err := c.Lease(ctx, kcmLeaseNamespace, w)
 			if err != nil {
 				continue
 			}
@@ -155,7 +154,7 @@ func (c *Cluster) ControllerManagerLiveness(ctx context.Context, now time.Time) 
 		l.Evidence = fmt.Sprintf("Lease %s could not be read (%v); kube-controller-manager's liveness is unknown", l.Lease, Shorten(err.Error(), 120))
 		return l
 	}
-	serverNow, clock := c.clock.now(now)
+	serverNow, clock := c.ServerNow(now)
 	l.Clock = clock
 	dur := 15 * time.Second
 	if lease.Spec.LeaseDurationSeconds != nil {
@@ -207,62 +206,10 @@ func (c *Cluster) ControllerManagerLiveness(ctx context.Context, now time.Time) 
 	return l
 }
 
-// serverClock is the offset of the API server's clock from this machine's,
-// learnt from the Date header of its responses (one-second resolution).
-type serverClock struct {
-	mu     sync.Mutex
-	offset time.Duration
-	seen   bool
-}
-
-// now returns the API server's time when it is known, else local's.
-func (s *serverClock) now(local time.Time) (time.Time, string) {
-	if s == nil {
-		return local, ClockLocal
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.seen {
-		return local, ClockLocal
-	}
-	return local.Add(s.offset), ClockAPIServer
-}
-
-// dateRecorder records the Date header of every response.
-type dateRecorder struct {
-	next  http.RoundTripper
-	clock *serverClock
-}
-
-// RoundTrip records the Date header of the response.
-func (d *dateRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := d.next.RoundTrip(req)
-	if err != nil || resp == nil {
-		return resp, err
-	}
-	if date, perr := http.ParseTime(resp.Header.Get("Date")); perr == nil {
-		// Date is truncated to the second: the server's time was within
-		// the second after it.
-		offset := time.Until(date.Add(500 * time.Millisecond))
-		d.clock.mu.Lock()
-		d.clock.offset, d.clock.seen = offset, true
-		d.clock.mu.Unlock()
-	}
-	return resp, nil
-}
-
 // controllerManager is kube-controller-manager's liveness, read once per
 // run (at the first caller's now).
-func (c *Cluster) controllerManager(ctx context.Context, now time.Time) ControllerLiveness {
-	c.doOnce("kcm", func() {
-		l := c.ControllerManagerLiveness(ctx, now)
-		c.mu.Lock()
-		c.kcm = l
-		c.mu.Unlock()
-	})
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.kcm
+func controllerManager(ctx context.Context, c *kube.Cluster, now time.Time) ControllerLiveness {
+	return kube.Memo(c, "kcm", func() ControllerLiveness { return ControllerManagerLiveness(ctx, c, now) })
 }
 
 // controllerManager judges kube-controller-manager from its leader-election
@@ -278,7 +225,7 @@ func (e *Explainer) controllerManager(ctx context.Context) (state, evidence stri
 
 // kcmLiveness is kube-controller-manager's liveness, read once per run.
 func (e *Explainer) kcmLiveness(ctx context.Context) ControllerLiveness {
-	return e.c.controllerManager(ctx, e.now)
+	return controllerManager(ctx, e.c, e.now)
 }
 
 // controllerManagerStopped makes sure no finding waits, as if in progress,

@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/teardown-dev/teardown/internal/diagnose/kube"
 )
 
 // Causes of this family (see report.go).
@@ -133,7 +135,7 @@ func (e *Explainer) kubernetesFinalizer(ctx context.Context, ns *corev1.Namespac
 	}
 	// A1/A2: every unavailable APIService blocks every terminating namespace.
 	var apiFindings []Finding
-	for _, s := range e.c.getAPIServices(ctx) {
+	for _, s := range e.c.APIServices(ctx) {
 		if f, ok := e.apiServiceFinding(ctx, s, ns.Name); ok {
 			apiFindings = append(apiFindings, f)
 		}
@@ -197,10 +199,10 @@ func (e *Explainer) kubernetesFinalizer(ctx context.Context, ns *corev1.Namespac
 
 // contentFindings lists what remains in the namespace.
 func (e *Explainer) contentFindings(ctx context.Context, ns *corev1.Namespace, conds map[corev1.NamespaceConditionType]corev1.NamespaceCondition) []Finding {
-	items, errs := e.c.scopeWithErrors(ctx, ns.Name)
+	items, errs := e.c.ScopeWithErrors(ctx, ns.Name)
 	var out []Finding
 	podsRemain, othersLive := 0, 0
-	var with, without []MetaItem
+	var with, without []kube.MetaItem
 	for _, it := range items {
 		// Events are recreated by the system and deleted last; not content.
 		if it.Res.GVR.Resource == "events" {
@@ -230,7 +232,7 @@ func (e *Explainer) contentFindings(ctx context.Context, ns *corev1.Namespace, c
 			out = append(out, Finding{Cause: "More", Severity: SeverityInfo, Message: fmt.Sprintf("%d more objects with finalizers not shown", len(with)-maxChildren)})
 			break
 		}
-		ref := it.Ref()
+		ref := ItemRef(it)
 		gvk := it.Res.GVR.GroupVersion().WithKind(it.Res.Kind)
 		f := Finding{Cause: CauseContentWithFinalizers, Catalog: "A6", Severity: SeverityBlocker, Object: &ref,
 			Message:  fmt.Sprintf("%s remains with finalizers %v%s", ref, it.Obj.Finalizers, condMsg),
@@ -252,7 +254,7 @@ func (e *Explainer) contentFindings(ctx context.Context, ns *corev1.Namespace, c
 			out = append(out, Finding{Cause: "More", Severity: SeverityInfo, Message: fmt.Sprintf("%d more objects without finalizers not shown", len(without)-maxChildren)})
 			break
 		}
-		ref := it.Ref()
+		ref := ItemRef(it)
 		f := Finding{Cause: CauseContentWithoutFinalizers, Catalog: "A7", Severity: SeverityWaiting, Object: &ref,
 			Message: fmt.Sprintf("%s remains without finalizers; the namespace controller deletes it on its next pass", ref)}
 		if it.Res.GVR.Group == "" && it.Res.GVR.Resource == "pods" && it.Obj.DeletionTimestamp != nil {
@@ -282,8 +284,8 @@ func (e *Explainer) contentFindings(ctx context.Context, ns *corev1.Namespace, c
 // deletedNamespace looks for objects left in a namespace that no longer
 // exists (A12), or returns notFound.
 func (e *Explainer) deletedNamespace(ctx context.Context, t Target, notFound error) (*Report, error) {
-	items := e.c.scope(ctx, t.Name)
-	var left []MetaItem
+	items := e.c.Scope(ctx, t.Name)
+	var left []kube.MetaItem
 	for _, it := range items {
 		if it.Res.GVR.Resource != "events" {
 			left = append(left, it)
@@ -303,7 +305,7 @@ func (e *Explainer) deletedNamespace(ctx context.Context, t Target, notFound err
 			f.Children = append(f.Children, Finding{Cause: "More", Severity: SeverityInfo, Message: fmt.Sprintf("%d more not shown", len(left)-maxChildren)})
 			break
 		}
-		ref := it.Ref()
+		ref := ItemRef(it)
 		f.Children = append(f.Children, Finding{Cause: CauseOrphanedContent, Catalog: "A12", Severity: SeverityInfo, Object: &ref,
 			Message: fmt.Sprintf("%s (finalizers %v)", ref, it.Obj.Finalizers)})
 	}

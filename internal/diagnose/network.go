@@ -13,6 +13,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/teardown-dev/teardown/internal/diagnose/kube"
 )
 
 // Causes of this family (see report.go).
@@ -50,7 +52,7 @@ func (e *Explainer) loadBalancerCleanup(ctx context.Context, fd *Finding, obj me
 	if fd.Cause == CauseOwnerLacksRBAC {
 		return
 	}
-	svc, err := typed[corev1.Service](ctx, e.c, corev1.SchemeGroupVersion.WithResource("services"), obj.GetNamespace(), obj.GetName())
+	svc, err := kube.Typed[corev1.Service](ctx, e.c, corev1.SchemeGroupVersion.WithResource("services"), obj.GetNamespace(), obj.GetName())
 	if err != nil {
 		return
 	}
@@ -99,8 +101,7 @@ func (e *Explainer) serviceCIDR(ctx context.Context, fd *Finding, obj metav1.Obj
 	fd.Cause, fd.Catalog = CauseServiceCIDRInUse, "C10"
 	fd.Owner = e.builtInOwner(ctx, "ServiceCIDR controller (kube-controller-manager)")
 	fd.FixOwner = "the owners of the Services still using the range; cluster admin"
-	net := e.c.kube.NetworkingV1()
-	sc, err := net.ServiceCIDRs().Get(ctx, obj.GetName(), metav1.GetOptions{})
+	sc, err := e.c.ServiceCIDR(ctx, obj.GetName())
 	if err != nil {
 		fd.Message = "could not read the ServiceCIDR: " + err.Error()
 		return
@@ -108,11 +109,10 @@ func (e *Explainer) serviceCIDR(ctx context.Context, fd *Finding, obj metav1.Obj
 	mine := parsePrefixes(sc.Spec.CIDRs)
 	// Other ServiceCIDRs that stay keep the addresses they also cover.
 	var others []netip.Prefix
-	if l, err := net.ServiceCIDRs().List(ctx, metav1.ListOptions{}); err == nil {
-		for _, o := range l.Items {
-			if o.UID != sc.UID && o.DeletionTimestamp == nil {
-				others = append(others, parsePrefixes(o.Spec.CIDRs)...)
-			}
+	cidrs, _ := e.c.ServiceCIDRs(ctx)
+	for _, o := range cidrs {
+		if o.UID != sc.UID && o.DeletionTimestamp == nil {
+			others = append(others, parsePrefixes(o.Spec.CIDRs)...)
 		}
 	}
 	cond := ""
@@ -121,12 +121,12 @@ func (e *Explainer) serviceCIDR(ctx context.Context, fd *Finding, obj metav1.Obj
 			cond = fmt.Sprintf(" (condition Ready=%s %s: %s)", c.Status, c.Reason, c.Message)
 		}
 	}
-	ips, err := net.IPAddresses().List(ctx, metav1.ListOptions{})
+	ips, err := e.c.IPAddresses(ctx)
 	if err != nil {
 		fd.Message = "could not list IPAddresses: " + err.Error() + cond
 		return
 	}
-	for _, ip := range ips.Items {
+	for _, ip := range ips {
 		addr, err := netip.ParseAddr(ip.Name)
 		if err != nil || !prefixesContain(mine, addr) || prefixesContain(others, addr) {
 			continue

@@ -42,12 +42,12 @@ func (e *Explainer) nodeDrain(ctx context.Context, fd *Finding, obj metav1.Objec
 	if fd.Cause == CauseOwnerLacksRBAC || fd.Cause == CauseOrphanFinalizer {
 		return
 	}
-	pods, err := e.c.kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + obj.GetName()})
+	pods, err := e.c.PodsOnNode(ctx, obj.GetName())
 	if err != nil {
 		return
 	}
 	var drained []corev1.Pod
-	for _, p := range pods.Items {
+	for _, p := range pods {
 		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || isDaemonPod(&p) {
 			continue
 		}
@@ -57,13 +57,13 @@ func (e *Explainer) nodeDrain(ctx context.Context, fd *Finding, obj metav1.Objec
 		return
 	}
 	gone := ownerGone(fd)
-	pdbs, err := e.c.kube.PolicyV1().PodDisruptionBudgets("").List(ctx, metav1.ListOptions{})
+	pdbs, err := e.c.PodDisruptionBudgets(ctx, "")
 	if err != nil {
 		return
 	}
 	blocked := 0
-	for i := range pdbs.Items {
-		b := &pdbs.Items[i]
+	for i := range pdbs {
+		b := &pdbs[i]
 		if b.Status.DisruptionsAllowed > 0 || b.Spec.Selector == nil {
 			continue
 		}

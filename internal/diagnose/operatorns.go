@@ -11,8 +11,8 @@ import (
 	"strings"
 
 	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/teardown-dev/teardown/internal/diagnose/kube"
 )
 
 // An operator that ran in the namespace being deleted (A8, issue 11
@@ -30,7 +30,7 @@ import (
 // when the owner did not run in a namespace being deleted.
 func (e *Explainer) operatorHome(ctx context.Context, owner *Owner, entry Entry) (ns, evidence string) {
 	if owner.Workload != nil {
-		if e.c.namespaceTerminating(ctx, owner.Workload.Namespace) {
+		if e.c.NamespaceTerminating(ctx, owner.Workload.Namespace) {
 			return owner.Workload.Namespace, fmt.Sprintf("%s runs there", owner.Workload)
 		}
 		return "", ""
@@ -43,13 +43,13 @@ func (e *Explainer) operatorHome(ctx context.Context, owner *Owner, entry Entry)
 	if len(names) == 0 {
 		return "", ""
 	}
-	bindings, err := e.c.bindings(ctx)
+	bindings, err := bindings(ctx, e.c)
 	if err != nil {
 		return "", ""
 	}
 	for _, b := range bindings {
 		for _, s := range b.Subjects {
-			if s.Kind != rbacv1.ServiceAccountKind || s.Namespace == "" || !e.c.namespaceTerminating(ctx, s.Namespace) {
+			if s.Kind != rbacv1.ServiceAccountKind || s.Namespace == "" || !e.c.NamespaceTerminating(ctx, s.Namespace) {
 				continue
 			}
 			for _, n := range names {
@@ -107,27 +107,21 @@ type namedBinding struct {
 // bindings is every ClusterRoleBinding and RoleBinding, read once per run;
 // a failed RoleBinding list leaves the ClusterRoleBindings, which tell
 // alone.
-func (c *Cluster) bindings(ctx context.Context) ([]namedBinding, error) {
-	return cachedList(c, "bindings", func() ([]namedBinding, error) {
-		crbs, err := listPaged[rbacv1.ClusterRoleBinding](ctx, metav1.ListOptions{}, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return c.kube.RbacV1().ClusterRoleBindings().List(ctx, o)
-		})
-		if err != nil {
-			return nil, err
-		}
-		var out []namedBinding
-		for _, b := range crbs {
-			out = append(out, namedBinding{Ref: "ClusterRoleBinding " + b.Name, Name: b.Name, Subjects: b.Subjects})
-		}
-		rbs, err := listPaged[rbacv1.RoleBinding](ctx, metav1.ListOptions{}, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return c.kube.RbacV1().RoleBindings("").List(ctx, o)
-		})
-		if err != nil {
-			return out, nil
-		}
-		for _, b := range rbs {
-			out = append(out, namedBinding{Ref: fmt.Sprintf("RoleBinding %s/%s", b.Namespace, b.Name), Name: b.Name, Subjects: b.Subjects})
-		}
+func bindings(ctx context.Context, c *kube.Cluster) ([]namedBinding, error) {
+	crbs, err := c.ClusterRoleBindings(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []namedBinding
+	for _, b := range crbs {
+		out = append(out, namedBinding{Ref: "ClusterRoleBinding " + b.Name, Name: b.Name, Subjects: b.Subjects})
+	}
+	rbs, err := c.RoleBindings(ctx)
+	if err != nil {
 		return out, nil
-	})
+	}
+	for _, b := range rbs {
+		out = append(out, namedBinding{Ref: fmt.Sprintf("RoleBinding %s/%s", b.Namespace, b.Name), Name: b.Name, Subjects: b.Subjects})
+	}
+	return out, nil
 }

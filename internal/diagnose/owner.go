@@ -132,7 +132,7 @@ func (e *Explainer) findOwnerWorkload(ctx context.Context, gvr schema.GroupVersi
 	// manager that added it is only a fallback, as whoever added it
 	// (argocd-server, a Helm client, a webhook) need not remove it.
 	var candidates, managers []string
-	for _, p := range e.c.Policies(ctx) {
+	for _, p := range Policies(ctx, e.c) {
 		if p.Finalizer == fin {
 			o.Source = SourcePolicy
 			o.Component = fmt.Sprintf("Teardown (%s)", p.Ref)
@@ -162,7 +162,7 @@ func (e *Explainer) findOwnerWorkload(ctx context.Context, gvr schema.GroupVersi
 		managers = append(managers, o.Manager)
 	}
 	if d := finalizerDomain(fin); d != "" {
-		for _, crd := range e.c.getCRDs(ctx) {
+		for _, crd := range e.c.CRDs(ctx) {
 			g, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
 			if groupMatchesDomain(g, d) {
 				if o.Source == SourceNone {
@@ -172,7 +172,7 @@ func (e *Explainer) findOwnerWorkload(ctx context.Context, gvr schema.GroupVersi
 				break
 			}
 		}
-		for _, s := range e.c.getAPIServices(ctx) {
+		for _, s := range e.c.APIServices(ctx) {
 			g, _, _ := unstructured.NestedString(s.Object, "spec", "group")
 			svc, _, _ := unstructured.NestedString(s.Object, "spec", "service", "name")
 			if svc != "" && groupMatchesDomain(g, d) {
@@ -211,7 +211,7 @@ func (e *Explainer) findOwnerWorkload(ctx context.Context, gvr schema.GroupVersi
 			// A Lease not renewed within its duration has no leader: the
 			// same three states as kube-controller-manager's, by the API
 			// server's clock.
-			serverNow, _ := e.c.clock.now(e.now)
+			serverNow, _ := e.c.ServerNow(e.now)
 			age := serverNow.Sub(l.Renewed)
 			if age < 0 {
 				age = 0
@@ -242,7 +242,7 @@ func (e *Explainer) findOwnerWorkload(ctx context.Context, gvr schema.GroupVersi
 	case w.Deleting:
 		o.State = OwnerDown
 		o.Evidence = append(o.Evidence, fmt.Sprintf("%s is being deleted", w.Ref))
-	case e.c.namespaceTerminating(ctx, w.Ref.Namespace):
+	case e.c.NamespaceTerminating(ctx, w.Ref.Namespace):
 		o.State = OwnerDown
 		o.Evidence = append(o.Evidence, fmt.Sprintf("%s lives in namespace %s, which is being deleted", w.Ref, w.Ref.Namespace))
 	case w.Ready == 0:

@@ -12,6 +12,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/teardown-dev/teardown/internal/diagnose/kube"
 )
 
 // Causes of this family (see report.go).
@@ -28,9 +30,9 @@ func (e *Explainer) ownerRefFindings(ctx context.Context, t Target, obj metav1.O
 	for _, or := range obj.GetOwnerReferences() {
 		gv, err := schema.ParseGroupVersion(or.APIVersion)
 		owner := fmt.Sprintf("%s %s (uid %s)", or.Kind, or.Name, or.UID)
-		var mapping *metaMapping
+		var mapping *kube.Mapping
 		if err == nil {
-			mapping = e.c.mapKind(gv.WithKind(or.Kind))
+			mapping = e.c.MapKind(gv.WithKind(or.Kind))
 		}
 		if mapping == nil {
 			out = append(out, Finding{Cause: CauseInvalidOwnerReference, Catalog: "E4", Severity: SeverityWarning, Object: &ref,
@@ -38,25 +40,25 @@ func (e *Explainer) ownerRefFindings(ctx context.Context, t Target, obj metav1.O
 				FixOwner: "controller author", Remedy: "remove or fix the ownerReference"})
 			continue
 		}
-		if mapping.namespaced && !t.Namespaced {
+		if mapping.Namespaced && !t.Namespaced {
 			out = append(out, Finding{Cause: CauseInvalidOwnerReference, Catalog: "E4", Severity: SeverityWarning, Object: &ref,
 				Message:  fmt.Sprintf("ownerReference to namespaced %s from a cluster-scoped object: the garbage collector never collects it", owner),
 				FixOwner: "controller author", Remedy: "remove the ownerReference; clean the object up explicitly"})
 			continue
 		}
 		ns := ""
-		if mapping.namespaced {
+		if mapping.Namespaced {
 			ns = obj.GetNamespace()
 		}
-		got, err := e.c.metaGet(ctx, mapping.gvr, ns, or.Name)
+		got, err := e.c.MetaGet(ctx, mapping.GVR, ns, or.Name)
 		if err != nil && !apierrors.IsNotFound(err) {
 			continue
 		}
 		if err == nil && got.UID == or.UID {
 			continue
 		}
-		if mapping.namespaced {
-			if other := e.c.findByUID(ctx, mapping, or.UID); other != "" {
+		if mapping.Namespaced {
+			if other := e.c.FindByUID(ctx, mapping, or.UID); other != "" {
 				out = append(out, Finding{Cause: CauseCrossNamespaceOwnerReference, Catalog: "E4", Severity: SeverityWarning, Object: &ref,
 					Message:  fmt.Sprintf("ownerReference to %s, which lives in namespace %s: owners must be in the same namespace, so the garbage collector treats it as absent and deletes this object (event OwnerRefInvalidNamespace)", owner, other),
 					FixOwner: "controller author", Remedy: "owner references cannot cross namespaces: use a label or annotation link and explicit cleanup instead"})

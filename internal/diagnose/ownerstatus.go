@@ -11,10 +11,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/teardown-dev/teardown/internal/cleantext"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/teardown-dev/teardown/internal/cleantext"
 )
 
 // Causes of this family (see report.go).
@@ -227,7 +228,7 @@ var failureWords = []string{"error", "fail", "denied", "forbidden", "unable", "c
 // manager that added the finalizer); from anyone when the finalizer is the
 // object's only one, as there is then no other controller to hear.
 func (e *Explainer) ownerEvent(ctx context.Context, obj metav1.Object, o *Owner) (statement, bool) {
-	all, err := e.c.warningEventsIn(ctx, obj.GetNamespace())
+	all, err := e.c.WarningEvents(ctx, obj.GetNamespace())
 	if err != nil {
 		return statement{}, false
 	}

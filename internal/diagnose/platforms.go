@@ -119,17 +119,17 @@ func platformWorkload(p platform, name string, labels map[string]string) bool {
 // here: a CRD or APIService in its domain, or a workload of it; "" when
 // there is none.
 func (e *Explainer) platformInstalled(ctx context.Context, p platform) string {
-	for _, crd := range e.c.getCRDs(ctx) {
+	for _, crd := range e.c.CRDs(ctx) {
 		if g, _, _ := unstructured.NestedString(crd.Object, "spec", "group"); inDomain(g, p.Domain) {
 			return "CRD " + crd.GetName()
 		}
 	}
-	for _, s := range e.c.getAPIServices(ctx) {
+	for _, s := range e.c.APIServices(ctx) {
 		if g, _, _ := unstructured.NestedString(s.Object, "spec", "group"); inDomain(g, p.Domain) {
 			return "APIService " + s.GetName()
 		}
 	}
-	for _, w := range e.c.workloadList(ctx) {
+	for _, w := range workloadList(ctx, e.c) {
 		if platformWorkload(p, w.Ref.Name, w.Labels) {
 			// Not its name: it may live in a namespace the reader of a
 			// tenant's object has no business knowing.

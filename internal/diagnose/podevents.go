@@ -10,8 +10,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/teardown-dev/teardown/internal/cleantext"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/teardown-dev/teardown/internal/cleantext"
 )
 
 // Causes of this family (see report.go).
@@ -45,7 +46,7 @@ var kubeletFailures = map[string]struct{ fixOwner, remedy string }{
 // cannot stop the pod (FailedKillPod, FailedUnMount, ...). The newest such
 // Event names the cause, its message cleaned and bounded.
 func (e *Explainer) kubeletSays(ctx context.Context, pod *corev1.Pod, f *Finding) {
-	all, err := e.c.warningEventsIn(ctx, pod.Namespace)
+	all, err := e.c.WarningEvents(ctx, pod.Namespace)
 	if err != nil {
 		return
 	}

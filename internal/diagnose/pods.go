@@ -38,7 +38,7 @@ var podsEntries = []Entry{
 
 // podFindings: D1–D3.
 func (e *Explainer) podFindings(ctx context.Context, obj metav1.Object) []Finding {
-	pod, err := e.c.pod(ctx, obj.GetNamespace(), obj.GetName())
+	pod, err := e.c.Pod(ctx, obj.GetNamespace(), obj.GetName())
 	if err != nil || pod.DeletionTimestamp == nil {
 		return nil
 	}
@@ -58,7 +58,7 @@ func (e *Explainer) podFindings(ctx context.Context, obj metav1.Object) []Findin
 	if pod.Spec.NodeName == "" {
 		return nil
 	}
-	node, err := e.c.node(ctx, pod.Spec.NodeName)
+	node, err := e.c.Node(ctx, pod.Spec.NodeName)
 	if apierrors.IsNotFound(err) {
 		return []Finding{{Cause: CausePodOnMissingNode, Catalog: "D2", Severity: SeverityBlocker, Object: &ref,
 			Message:  fmt.Sprintf("past its grace period by %s on node %s, which no longer exists", past, pod.Spec.NodeName),
@@ -103,7 +103,7 @@ func (e *Explainer) jobTracking(ctx context.Context, fd *Finding, obj metav1.Obj
 	release := fmt.Sprintf("kubectl teardown release pod/%s -n %s --finalizer %s --reason '...'", obj.GetName(), obj.GetNamespace(), fd.Finalizer)
 	since := e.now.Sub(obj.GetDeletionTimestamp().Time)
 	phase := "unknown"
-	if pod, err := e.c.pod(ctx, obj.GetNamespace(), obj.GetName()); err == nil {
+	if pod, err := e.c.Pod(ctx, obj.GetNamespace(), obj.GetName()); err == nil {
 		phase = string(pod.Status.Phase)
 	}
 	var jobRef *metav1.OwnerReference
@@ -127,7 +127,7 @@ func (e *Explainer) jobTracking(ctx context.Context, fd *Finding, obj metav1.Obj
 		stalled("the pod has no owning Job; the Job controller removes the finalizer of such pods")
 		return
 	}
-	job, err := e.c.job(ctx, obj.GetNamespace(), jobRef.Name)
+	job, err := e.c.Job(ctx, obj.GetNamespace(), jobRef.Name)
 	switch {
 	case apierrors.IsNotFound(err) || (err == nil && job.UID != jobRef.UID):
 		stalled(fmt.Sprintf("its Job %s is gone; the Job controller removes the finalizer of orphaned pods", jobRef.Name))

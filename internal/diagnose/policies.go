@@ -8,9 +8,10 @@ package diagnose
 import (
 	"context"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/teardown-dev/teardown/internal/diagnose/kube"
 )
 
 // Causes of this family (see report.go).
@@ -29,15 +30,21 @@ type Policy struct {
 	UnusedSteps []string
 }
 
+var (
+	gvrPolicy        = schema.GroupVersionResource{Group: "teardown.dev", Version: "v1alpha1", Resource: "teardownpolicies"}
+	gvrClusterPolicy = schema.GroupVersionResource{Group: "teardown.dev", Version: "v1alpha1", Resource: "clusterteardownpolicies"}
+)
+
 // Policies are the Teardown policies of the cluster, read once per run.
-func (c *Cluster) Policies(ctx context.Context) []Policy {
-	c.doOnce("policies", func() {
+func Policies(ctx context.Context, c *kube.Cluster) []Policy {
+	return kube.Memo(c, "policies", func() []Policy {
+		var out []Policy
 		for _, gvr := range []schema.GroupVersionResource{gvrPolicy, gvrClusterPolicy} {
-			l, err := c.dyn.Resource(gvr).List(ctx, metav1.ListOptions{})
+			l, err := c.Objects(ctx, gvr, "")
 			if err != nil {
 				continue
 			}
-			for _, p := range l.Items {
+			for _, p := range l {
 				fin, _, _ := unstructured.NestedString(p.Object, "spec", "finalizer")
 				if fin == "" {
 					fin, _, _ = unstructured.NestedString(p.Object, "status", "finalizer")
@@ -54,12 +61,12 @@ func (c *Cluster) Policies(ctx context.Context) []Policy {
 						}
 					}
 				}
-				c.policies = append(c.policies, Policy{
+				out = append(out, Policy{
 					Ref:       ObjectRef{APIVersion: p.GetAPIVersion(), Kind: p.GetKind(), Resource: gvr.Resource, Namespace: p.GetNamespace(), Name: p.GetName()},
 					Finalizer: fin, Steps: names, UnusedSteps: unused,
 				})
 			}
 		}
+		return out
 	})
-	return c.policies
 }

@@ -98,14 +98,14 @@ func (e *Explainer) serviceAccountMay(ctx context.Context, saNS, saName string, 
 		// adds, so a grant there answers for this object too, and status
 		// asks once for all the objects an owner holds.
 		attrs := authorizationv1.ResourceAttributes{Verb: verb, Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource, Namespace: ns}
-		got, err := e.c.accessReview(ctx, user, groups, attrs)
+		got, err := e.c.AccessReview(ctx, user, groups, attrs)
 		if err != nil {
 			return false, "", false
 		}
-		if !got.Allowed && e.c.mayAskByName(user, attrs) {
+		if !got.Allowed && e.c.MayAskByName(user, attrs) {
 			// A grant naming this object (resourceNames).
 			attrs.Name = name
-			if got, err = e.c.accessReview(ctx, user, groups, attrs); err != nil {
+			if got, err = e.c.AccessReview(ctx, user, groups, attrs); err != nil {
 				return false, "", false
 			}
 		}
@@ -122,34 +122,6 @@ func (e *Explainer) serviceAccountMay(ctx context.Context, saNS, saName string, 
 		reasons = append(reasons, r)
 	}
 	return false, strings.Join(reasons, "; "), true
-}
-
-// bulkNamedReviews is how many objects a Bulk run asks about by name, per
-// identity, verb, resource and namespace, once the question about all of
-// them was denied. A grant by resourceNames would otherwise be missed and a
-// running owner wrongly called unable to remove its finalizer; past the
-// first few objects all denied by name, one granted by name is unlikely
-// enough that status keeps its requests from growing with the objects.
-const bulkNamedReviews = 8
-
-// mayAskByName says whether to ask about one object by name after attrs,
-// asked for user about every object of its namespace, was denied: always
-// for explain, within bulkNamedReviews for status.
-func (c *Cluster) mayAskByName(user string, attrs authorizationv1.ResourceAttributes) bool {
-	if !c.bulk {
-		return true
-	}
-	key := strings.Join([]string{user, attrs.Verb, attrs.Group, attrs.Resource, attrs.Namespace}, "/")
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.namedReviews == nil {
-		c.namedReviews = map[string]int{}
-	}
-	if c.namedReviews[key] >= bulkNamedReviews {
-		return false
-	}
-	c.namedReviews[key]++
-	return true
 }
 
 // resourceName is resource.group, as RBAC rules and kubectl name it.

@@ -9,11 +9,11 @@ import (
 	"context"
 	"strings"
 
-	"github.com/teardown-dev/teardown/pkg/finalizer/record"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/teardown-dev/teardown/pkg/finalizer/record"
 )
 
 // Causes of this family (see report.go).
@@ -41,13 +41,7 @@ func (e *Explainer) dryRunRemoval(ctx context.Context, gvr schema.GroupVersionRe
 	if err != nil {
 		return nil
 	}
-	opts := metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}}
-	r := e.c.dyn.Resource(gvr)
-	if obj.GetNamespace() != "" {
-		_, err = r.Namespace(obj.GetNamespace()).Patch(ctx, obj.GetName(), types.JSONPatchType, patch, opts)
-	} else {
-		_, err = r.Patch(ctx, obj.GetName(), types.JSONPatchType, patch, opts)
-	}
+	err = e.c.DryRunRemoval(ctx, gvr, obj.GetNamespace(), obj.GetName(), patch)
 	switch {
 	case err == nil:
 		return &RemovalCheck{Allowed: true}

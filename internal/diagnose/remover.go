@@ -83,7 +83,7 @@ func (e *Explainer) bestRemover(ctx context.Context, gvr schema.GroupVersionReso
 		r := remover{w: w}
 		// status (a Bulk run) leaves the question to explain: its requests
 		// must not grow with the objects it lists.
-		if w.ServiceAccount != "" && !e.c.bulk {
+		if w.ServiceAccount != "" && !e.c.IsBulk() {
 			r.mayWrite, _, r.checked = e.serviceAccountMay(ctx, w.Ref.Namespace, w.ServiceAccount, gvr, obj.GetNamespace(), obj.GetName(), "patch", "update")
 		}
 		if r.checked && !r.mayWrite && obj.GetNamespace() != "" && obj.GetNamespace() != w.Ref.Namespace {

@@ -11,6 +11,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/teardown-dev/teardown/internal/diagnose/kube"
 	"github.com/teardown-dev/teardown/pkg/finalizer/record"
 )
 
@@ -211,4 +212,9 @@ func besideParent(parent, child *Finding) bool {
 func sortFindings(fs []Finding) {
 	rank := map[string]int{SeverityBlocker: 0, SeverityWaiting: 1, SeverityWarning: 2, SeverityInfo: 3}
 	sort.SliceStable(fs, func(i, j int) bool { return rank[fs[i].Severity] < rank[fs[j].Severity] })
+}
+
+// ItemRef names the object of a metadata list.
+func ItemRef(m kube.MetaItem) ObjectRef {
+	return ObjectRef{APIVersion: m.Res.APIVersion(), Kind: m.Res.Kind, Resource: m.Res.GVR.Resource, Namespace: m.Obj.Namespace, Name: m.Obj.Name, UID: string(m.Obj.UID)}
 }

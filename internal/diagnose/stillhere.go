@@ -42,15 +42,15 @@ func (e *Explainer) notTerminating(ctx context.Context, gvr schema.GroupVersionR
 		if err != nil {
 			continue
 		}
-		m := e.c.mapKind(gv.WithKind(or.Kind))
+		m := e.c.MapKind(gv.WithKind(or.Kind))
 		if m == nil {
 			continue
 		}
 		ns := ""
-		if m.namespaced {
+		if m.Namespaced {
 			ns = obj.GetNamespace()
 		}
-		owner, err := e.c.metaGet(ctx, m.gvr, ns, or.Name)
+		owner, err := e.c.MetaGet(ctx, m.GVR, ns, or.Name)
 		if apierrors.IsNotFound(err) || (err == nil && owner.UID != or.UID) {
 			continue // E4 (ownerrefs.go) says what a dangling reference means.
 		}
@@ -62,7 +62,7 @@ func (e *Explainer) notTerminating(ctx context.Context, gvr schema.GroupVersionR
 			continue
 		}
 		deleting++
-		oref := refOf(m.gvr, gv.WithKind(or.Kind), owner)
+		oref := refOf(m.GVR, gv.WithKind(or.Kind), owner)
 		of := Finding{Cause: CauseOwnerBeingDeleted, Severity: SeverityWaiting, Object: &oref}
 		switch {
 		case slices.Contains(owner.Finalizers, metav1.FinalizerOrphanDependents):
@@ -73,7 +73,7 @@ func (e *Explainer) notTerminating(ctx context.Context, gvr schema.GroupVersionR
 			of.Message = fmt.Sprintf("its owner %s is being deleted (since %s) but is still there, held by finalizers %v: the garbage collector deletes this object only once the owner is gone", oref, Age(e.now.Sub(owner.DeletionTimestamp.Time)), owner.Finalizers)
 			of.Remedy = "fix what holds the owner (below); this object then goes with it"
 		}
-		of.Children = e.objectFindings(ctx, m.gvr, gv.WithKind(or.Kind), owner, depth+1)
+		of.Children = e.objectFindings(ctx, m.GVR, gv.WithKind(or.Kind), owner, depth+1)
 		for _, c := range of.Children {
 			if c.Severity == SeverityBlocker || hasBlocker(c.Children) {
 				of.Severity = SeverityBlocker

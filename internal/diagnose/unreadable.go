@@ -14,12 +14,11 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/teardown-dev/teardown/internal/cleantext"
+	"github.com/teardown-dev/teardown/internal/diagnose/kube"
 )
 
 // An object that cannot be read through the API (issue 20, family 3): a
@@ -79,8 +78,9 @@ type crdInfo struct {
 	Deleting            bool
 }
 
-func (c *Cluster) crdFor(ctx context.Context, group, resource string) (crdInfo, bool) {
-	for _, crd := range c.getCRDs(ctx) {
+// crdFor is what the CRD serving group's resource says, false when none does.
+func crdFor(ctx context.Context, c *kube.Cluster, group, resource string) (crdInfo, bool) {
+	for _, crd := range c.CRDs(ctx) {
 		g, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
 		plural, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "plural")
 		if g != group || plural != resource {
@@ -114,7 +114,7 @@ func (c *Cluster) crdFor(ctx context.Context, group, resource string) (crdInfo, 
 // the read, which versions still read and write, and, when one reads, the
 // report of the object as read there.
 func (e *Explainer) unreadableTarget(ctx context.Context, t Target, err error) *Report {
-	crd, isCRD := e.c.crdFor(ctx, t.GVR.Group, t.GVR.Resource)
+	crd, isCRD := crdFor(ctx, e.c, t.GVR.Group, t.GVR.Resource)
 	versions := []string{t.GVR.Version}
 	if isCRD {
 		for _, v := range crd.Served {
@@ -187,14 +187,7 @@ func (e *Explainer) dryRunWrite(ctx context.Context, gvr schema.GroupVersionReso
 	if e.skipDryRun {
 		return ""
 	}
-	opts := metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}}
-	patch := []byte(`{"metadata":{"finalizers":null}}`)
-	var err error
-	if ns != "" {
-		_, err = e.c.dyn.Resource(gvr).Namespace(ns).Patch(ctx, name, types.MergePatchType, patch, opts)
-	} else {
-		_, err = e.c.dyn.Resource(gvr).Patch(ctx, name, types.MergePatchType, patch, opts)
-	}
+	err := e.c.DryRunStripFinalizers(ctx, gvr, ns, name)
 	switch {
 	case err == nil:
 		return accessOK
@@ -280,7 +273,7 @@ func (e *Explainer) conversionFailing(ctx context.Context, f *Finding, crd crdIn
 		if ev, _ := e.serviceBackend(ctx, crd.SvcNS, crd.SvcName); ev != "" {
 			why = append(why, ev)
 		}
-		if n := e.c.getNamespace(ctx, crd.SvcNS); n == nil {
+		if n, err := e.c.Namespace(ctx, crd.SvcNS); err != nil {
 			why = append(why, fmt.Sprintf("namespace %s does not exist", crd.SvcNS))
 		} else if n.DeletionTimestamp != nil {
 			why = append(why, fmt.Sprintf("namespace %s is being deleted, and its content with it", crd.SvcNS))
@@ -310,7 +303,7 @@ func (e *Explainer) conversionFailing(ctx context.Context, f *Finding, crd crdIn
 
 // apiServiceOf finds the APIService serving gv, if it is aggregated.
 func (e *Explainer) apiServiceOf(ctx context.Context, gv schema.GroupVersion) (unstructured.Unstructured, bool) {
-	for _, s := range e.c.getAPIServices(ctx) {
+	for _, s := range e.c.APIServices(ctx) {
 		if s.GetName() == gv.Version+"."+gv.Group {
 			svc, _, _ := unstructured.NestedString(s.Object, "spec", "service", "name")
 			return s, svc != ""
@@ -356,11 +349,11 @@ func accessSummary(access []VersionAccess) string {
 // of its CRD's conversion: the namespace controller's list fails the same
 // way, so this blocks the namespace's deletion.
 func (e *Explainer) listBlocker(ctx context.Context, err error) (Finding, bool) {
-	var le *ListError
+	var le *kube.ListError
 	if !errors.As(err, &le) {
 		return Finding{}, false
 	}
-	crd, ok := e.c.crdFor(ctx, le.Res.GVR.Group, le.Res.GVR.Resource)
+	crd, ok := crdFor(ctx, e.c, le.Res.GVR.Group, le.Res.GVR.Resource)
 	if !ok {
 		return Finding{}, false
 	}

@@ -8,6 +8,7 @@ package diagnose
 import (
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/util/duration"
 )
@@ -73,12 +74,16 @@ func ShortDuration(d time.Duration) string {
 	return s
 }
 
-// Shorten cuts s to n bytes, marking the cut.
+// Shorten cuts s to n runes (characters, as a CRD's maxLength counts
+// them), marking the cut with "…"; it never splits a character.
 func Shorten(s string, n int) string {
-	if len(s) <= n {
+	if utf8.RuneCountInString(s) <= n {
 		return s
 	}
-	return s[:n-1] + "…"
+	if n < 1 {
+		return ""
+	}
+	return string([]rune(s)[:n-1]) + "…"
 }
 
 func containsString(list []string, s string) bool {

@@ -16,7 +16,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -57,7 +56,7 @@ func (e *Explainer) vanished(ctx context.Context, t Target) *Report {
 	}
 	nsGone := false
 	if t.Namespaced {
-		switch ns, err := e.c.kube.CoreV1().Namespaces().Get(ctx, t.Namespace, metav1.GetOptions{}); {
+		switch ns, err := e.c.Namespace(ctx, t.Namespace); {
 		case apierrors.IsNotFound(err):
 			nsGone = true
 			top.Children = append(top.Children, Finding{Cause: CauseNamespaceDeleted, Severity: SeverityInfo, Object: &ObjectRef{APIVersion: "v1", Kind: "Namespace", Resource: "namespaces", Name: t.Namespace},
@@ -83,34 +82,35 @@ func (e *Explainer) vanished(ctx context.Context, t Target) *Report {
 // (involvedObject), newest first, and the SuccessfulDelete Events its
 // owner's controller recorded when it deleted it.
 func (e *Explainer) eventsAbout(ctx context.Context, t Target, ns string) []Finding {
-	events := e.c.kube.CoreV1().Events(ns)
-	sel := fields.Set{"involvedObject.name": t.Name, "involvedObject.kind": t.GVK.Kind}
-	if t.Namespaced {
-		sel["involvedObject.namespace"] = t.Namespace
+	all, err := e.c.Events(ctx, ns)
+	if err != nil {
+		return nil
 	}
-	var out []Finding
-	if l, err := events.List(ctx, metav1.ListOptions{FieldSelector: sel.AsSelector().String()}); err == nil {
-		evs := l.Items
-		sort.SliceStable(evs, func(i, j int) bool { return eventLastSeen(&evs[i]).After(eventLastSeen(&evs[j])) })
-		for i := range evs {
-			if i == maxChildren {
-				break
-			}
-			out = append(out, e.eventFinding(ctx, t, &evs[i]))
+	var evs []corev1.Event
+	for _, ev := range all {
+		io := ev.InvolvedObject
+		if io.Name == t.Name && io.Kind == t.GVK.Kind && (!t.Namespaced || io.Namespace == t.Namespace) {
+			evs = append(evs, ev)
 		}
+	}
+	sort.SliceStable(evs, func(i, j int) bool { return eventLastSeen(&evs[i]).After(eventLastSeen(&evs[j])) })
+	var out []Finding
+	for i := range evs {
+		if i == maxChildren {
+			break
+		}
+		out = append(out, e.eventFinding(ctx, t, &evs[i]))
 	}
 	// The ReplicaSet, Job, StatefulSet... controllers record the deletion
 	// of what they own on the owner: "Deleted pod: web-7d9f-x2k4q".
-	if l, err := events.List(ctx, metav1.ListOptions{FieldSelector: "reason=SuccessfulDelete"}); err == nil {
-		for i := range l.Items {
-			ev := &l.Items[i]
-			if !mentionsName(ev.Message, t.Name) {
-				continue
-			}
-			owner := fmt.Sprintf("%s %s", ev.InvolvedObject.Kind, ev.InvolvedObject.Name)
-			out = append(out, Finding{Cause: CauseDeletedByController, Severity: SeverityInfo, Object: refPtr(t.Ref()),
-				Message: fmt.Sprintf("%s deleted it: Event %s on %s, %s ago: %s", eventReporter(ev), ev.Reason, owner, Age(e.now.Sub(eventLastSeen(ev))), ev.Message)})
+	for i := range all {
+		ev := &all[i]
+		if ev.Reason != "SuccessfulDelete" || !mentionsName(ev.Message, t.Name) {
+			continue
 		}
+		owner := fmt.Sprintf("%s %s", ev.InvolvedObject.Kind, ev.InvolvedObject.Name)
+		out = append(out, Finding{Cause: CauseDeletedByController, Severity: SeverityInfo, Object: refPtr(t.Ref()),
+			Message: fmt.Sprintf("%s deleted it: Event %s on %s, %s ago: %s", eventReporter(ev), ev.Reason, owner, Age(e.now.Sub(eventLastSeen(ev))), ev.Message)})
 	}
 	return out
 }
@@ -196,9 +196,9 @@ func (e *Explainer) ownerNamespaceOf(ctx context.Context, msg string) string {
 	if err != nil {
 		return ""
 	}
-	mapping := e.c.mapKind(gv.WithKind(m[1][i+1:]))
-	if mapping == nil || !mapping.namespaced {
+	mapping := e.c.MapKind(gv.WithKind(m[1][i+1:]))
+	if mapping == nil || !mapping.Namespaced {
 		return ""
 	}
-	return e.c.findByUID(ctx, mapping, types.UID(m[2]))
+	return e.c.FindByUID(ctx, mapping, types.UID(m[2]))
 }

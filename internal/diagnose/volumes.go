@@ -15,6 +15,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/teardown-dev/teardown/internal/diagnose/kube"
 )
 
 // Causes of this family (see report.go).
@@ -69,7 +71,7 @@ var volumesEntries = []Entry{
 // pvcProtection: C1.
 func (e *Explainer) pvcProtection(ctx context.Context, fd *Finding, obj metav1.Object, depth int) {
 	fd.Owner = &Owner{Component: "pvc-protection controller (kube-controller-manager)", Source: SourceCatalog, State: OwnerUnknown}
-	pods, err := e.c.podsIn(ctx, obj.GetNamespace())
+	pods, err := e.c.Pods(ctx, obj.GetNamespace())
 	if err != nil {
 		fd.Cause, fd.Message = CausePVCInUse, "could not list pods: "+err.Error()
 		return
@@ -96,7 +98,7 @@ func (e *Explainer) pvcProtection(ctx context.Context, fd *Finding, obj metav1.O
 func (e *Explainer) pvProtection(ctx context.Context, fd *Finding, obj metav1.Object) {
 	fd.Cause = CausePVBound
 	fd.Owner = &Owner{Component: "pv-protection controller (kube-controller-manager)", Source: SourceCatalog, State: OwnerUnknown}
-	pv, err := typed[corev1.PersistentVolume](ctx, e.c, corev1.SchemeGroupVersion.WithResource("persistentvolumes"), "", obj.GetName())
+	pv, err := kube.Typed[corev1.PersistentVolume](ctx, e.c, corev1.SchemeGroupVersion.WithResource("persistentvolumes"), "", obj.GetName())
 	if err != nil {
 		fd.Message = "could not read the PersistentVolume: " + err.Error()
 		return
@@ -129,13 +131,12 @@ func (e *Explainer) vacProtection(ctx context.Context, fd *Finding, obj metav1.O
 		fd.Children = append(fd.Children, Finding{Cause: CauseVACInUse, Catalog: "C11", Severity: SeverityBlocker, Object: &ref,
 			Message: fmt.Sprintf("%s names the class in %s", ref, where), FixOwner: "the owner of " + ref.String(), Remedy: remedy})
 	}
-	core := e.c.kube.CoreV1()
-	pvcs, err := core.PersistentVolumeClaims("").List(ctx, metav1.ListOptions{})
+	pvcs, err := e.c.PersistentVolumeClaims(ctx, "")
 	if err != nil {
 		fd.Message = "could not list PersistentVolumeClaims: " + err.Error()
 		return
 	}
-	for _, c := range pvcs.Items {
+	for _, c := range pvcs {
 		var where []string
 		if c.Spec.VolumeAttributesClassName != nil && *c.Spec.VolumeAttributesClassName == name {
 			where = append(where, "spec.volumeAttributesClassName")
@@ -152,8 +153,8 @@ func (e *Explainer) vacProtection(ctx context.Context, fd *Finding, obj metav1.O
 		ref := ObjectRef{APIVersion: "v1", Kind: "PersistentVolumeClaim", Resource: "persistentvolumeclaims", Namespace: c.Namespace, Name: c.Name, UID: string(c.UID)}
 		add(ref, strings.Join(where, ", "), fmt.Sprintf("point the claim at another class (kubectl patch pvc %s -n %s --type merge -p '{\"spec\":{\"volumeAttributesClassName\":\"OTHER\"}}') and let the modification finish, or delete the claim", c.Name, c.Namespace))
 	}
-	if pvs, err := core.PersistentVolumes().List(ctx, metav1.ListOptions{}); err == nil {
-		for _, v := range pvs.Items {
+	if pvs, err := e.c.PersistentVolumes(ctx); err == nil {
+		for _, v := range pvs {
 			if v.Spec.VolumeAttributesClassName != nil && *v.Spec.VolumeAttributesClassName == name {
 				ref := ObjectRef{APIVersion: "v1", Kind: "PersistentVolume", Resource: "persistentvolumes", Name: v.Name, UID: string(v.UID)}
 				add(ref, "spec.volumeAttributesClassName", "change its claim's class (the volume follows once modified), or delete the volume")
@@ -182,12 +183,12 @@ func (e *Explainer) cloningProtection(ctx context.Context, fd *Finding, obj meta
 	if fd.Cause == CauseOwnerLacksRBAC || fd.Cause == CauseOrphanFinalizer {
 		return
 	}
-	pvcs, err := e.c.kube.CoreV1().PersistentVolumeClaims(obj.GetNamespace()).List(ctx, metav1.ListOptions{})
+	pvcs, err := e.c.PersistentVolumeClaims(ctx, obj.GetNamespace())
 	if err != nil {
 		return
 	}
 	var clones []Finding
-	for _, c := range pvcs.Items {
+	for _, c := range pvcs {
 		src := c.Spec.DataSource
 		if src == nil && c.Spec.DataSourceRef != nil && (c.Spec.DataSourceRef.Namespace == nil || *c.Spec.DataSourceRef.Namespace == obj.GetNamespace()) {
 			src = &corev1.TypedLocalObjectReference{APIGroup: c.Spec.DataSourceRef.APIGroup, Kind: c.Spec.DataSourceRef.Kind, Name: c.Spec.DataSourceRef.Name}
@@ -229,20 +230,19 @@ func (e *Explainer) volumeDetach(ctx context.Context, fd *Finding, gvr schema.Gr
 	if fd.Cause == CauseOwnerLacksRBAC || fd.Cause == CauseOrphanFinalizer {
 		return
 	}
-	st := e.c.kube.StorageV1().VolumeAttachments()
 	var vas []storagev1.VolumeAttachment
 	if gvr.Resource == "volumeattachments" {
-		va, err := st.Get(ctx, obj.GetName(), metav1.GetOptions{})
+		va, err := e.c.VolumeAttachment(ctx, obj.GetName())
 		if err != nil {
 			return
 		}
 		vas = append(vas, *va)
 	} else {
-		l, err := st.List(ctx, metav1.ListOptions{})
+		l, err := e.c.VolumeAttachments(ctx)
 		if err != nil {
 			return
 		}
-		for _, va := range l.Items {
+		for _, va := range l {
 			if va.Spec.Source.PersistentVolumeName != nil && *va.Spec.Source.PersistentVolumeName == obj.GetName() {
 				vas = append(vas, va)
 			}
@@ -255,7 +255,7 @@ func (e *Explainer) volumeDetach(ctx context.Context, fd *Finding, gvr schema.Gr
 		if va.Status.DetachError != nil {
 			state += ", detach error: " + va.Status.DetachError.Message
 		}
-		node, err := e.c.node(ctx, va.Spec.NodeName)
+		node, err := e.c.Node(ctx, va.Spec.NodeName)
 		ready := corev1.ConditionUnknown
 		if err == nil {
 			for _, c := range node.Status.Conditions {

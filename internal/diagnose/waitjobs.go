@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/teardown-dev/teardown/internal/cleantext"
+	"github.com/teardown-dev/teardown/internal/diagnose/kube"
 )
 
 var (
@@ -54,7 +55,7 @@ func (e *Explainer) refusedCreations(ctx context.Context, s subject, o *Owner) [
 		seen[m[2]] = true
 		out = append(out, e.refusal(ctx, obj, o, kindOfRefused(m[1]), m[2], m[3], st.String()+ago(e.now, st.At)))
 	}
-	events, err := e.c.warningEventsIn(ctx, obj.GetNamespace())
+	events, err := e.c.WarningEvents(ctx, obj.GetNamespace())
 	if err != nil {
 		return out
 	}
@@ -171,7 +172,7 @@ func (e *Explainer) refusal(ctx context.Context, obj metav1.Object, o *Owner, ki
 // quotaUse says what a ResourceQuota allows and uses, read through the
 // Cluster (one GET, or one list of the namespace in a Bulk run).
 func (e *Explainer) quotaUse(ctx context.Context, ns, name string) string {
-	q, err := typed[corev1.ResourceQuota](ctx, e.c, gvrResourceQuotas, ns, name)
+	q, err := kube.Typed[corev1.ResourceQuota](ctx, e.c, gvrResourceQuotas, ns, name)
 	if err != nil {
 		return "it could not be read: " + err.Error()
 	}

@@ -13,8 +13,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -45,7 +43,7 @@ func (e *Explainer) leaderLockHeld(ctx context.Context, o *Owner) []Finding {
 
 // holderState says whether pod ns/name runs; "" when it does.
 func (e *Explainer) holderState(ctx context.Context, ns, name string) string {
-	p, err := e.c.pod(ctx, ns, name)
+	p, err := e.c.Pod(ctx, ns, name)
 	switch {
 	case apierrors.IsNotFound(err):
 		return fmt.Sprintf("pod %s does not exist", joinNS(ns, name))
@@ -64,11 +62,11 @@ func (e *Explainer) holderState(ctx context.Context, ns, name string) string {
 // stopped, or runs without renewing it, and no other replica took it over.
 func (e *Explainer) staleLease(ctx context.Context, o *Owner) (Finding, bool) {
 	w := o.Workload
-	leases, err := e.c.leases(ctx)
+	leases, err := e.c.Leases(ctx)
 	if err != nil {
 		return Finding{}, false
 	}
-	serverNow, _ := e.c.clock.now(e.now)
+	serverNow, _ := e.c.ServerNow(e.now)
 	for _, le := range leases {
 		if le.Namespace != w.Namespace || le.Spec.HolderIdentity == nil || !strings.HasPrefix(*le.Spec.HolderIdentity, w.Name+"-") {
 			continue
@@ -104,7 +102,7 @@ func (e *Explainer) staleLease(ctx context.Context, o *Owner) (Finding, bool) {
 // every new replica waits for it.
 func (e *Explainer) lifeLock(ctx context.Context, o *Owner) (Finding, bool) {
 	w := o.Workload
-	cms, err := e.c.configMapsIn(ctx, w.Namespace)
+	cms, err := e.c.ConfigMapsMeta(ctx, w.Namespace)
 	if err != nil {
 		return Finding{}, false
 	}
@@ -137,13 +135,4 @@ func notLeading(o *Owner, lock ObjectRef, why, remedy string) Finding {
 		FixOwner: "whoever runs " + orUnknown(o.Component),
 		Remedy:   remedy + "; do not release: the owner is installed, and its cleanup would be skipped",
 		Leaks:    "whatever " + orUnknown(o.Component) + " cleans up outside this object"}
-}
-
-// configMapsIn is the metadata of every ConfigMap of ns, read once per run.
-func (c *Cluster) configMapsIn(ctx context.Context, ns string) ([]metav1.PartialObjectMetadata, error) {
-	return cachedList(c, "configmaps/"+ns, func() ([]metav1.PartialObjectMetadata, error) {
-		return listPaged[metav1.PartialObjectMetadata](ctx, metav1.ListOptions{}, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return c.meta.Resource(gvrConfigMaps).Namespace(ns).List(ctx, o)
-		})
-	})
 }

@@ -15,6 +15,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/teardown-dev/teardown/internal/diagnose/kube"
 )
 
 // reference is an object the target names: in its spec or status (Cluster
@@ -61,18 +63,18 @@ func (e *Explainer) referencedObjects(ctx context.Context, s subject) []Finding 
 			continue
 		}
 		ns := ""
-		if m.namespaced {
+		if m.Namespaced {
 			ns = r.Namespace
 			if ns == "" {
 				ns = s.Obj.GetNamespace()
 			}
 		}
-		obj, err := e.c.GetObject(ctx, m.gvr, ns, r.Name)
+		obj, err := e.c.GetObject(ctx, m.GVR, ns, r.Name)
 		if apierrors.IsNotFound(err) {
 			continue // gone: nothing to wait on
 		}
-		gvk := m.gvr.GroupVersion().WithKind(r.GK.Kind)
-		ref := ObjectRef{APIVersion: gvk.GroupVersion().String(), Kind: r.GK.Kind, Resource: m.gvr.Resource, Namespace: ns, Name: r.Name}
+		gvk := m.GVR.GroupVersion().WithKind(r.GK.Kind)
+		ref := ObjectRef{APIVersion: gvk.GroupVersion().String(), Kind: r.GK.Kind, Resource: m.GVR.Resource, Namespace: ns, Name: r.Name}
 		if err != nil {
 			out = append(out, Finding{Cause: CauseWaitsOnObject, Catalog: "B6", Severity: SeverityInfo, Object: &ref,
 				Message: fmt.Sprintf("the target names %s in %s, which could not be read: %v", ref, r.Path, err)})
@@ -90,7 +92,7 @@ func (e *Explainer) referencedObjects(ctx context.Context, s subject) []Finding 
 		fd := Finding{Cause: CauseWaitsOnObject, Catalog: "B6", Severity: SeverityWaiting, Object: &ref,
 			Message: fmt.Sprintf("%s, named in %s, is being deleted (for %s) and still has finalizers %v; the owner waits for it to go",
 				ref, r.Path, Age(e.now.Sub(obj.GetDeletionTimestamp().Time)), obj.GetFinalizers()),
-			Children: e.objectFindings(ctx, m.gvr, gvk, obj, s.Depth+1)}
+			Children: e.objectFindings(ctx, m.GVR, gvk, obj, s.Depth+1)}
 		out = append(out, fd)
 	}
 	return out
@@ -98,16 +100,16 @@ func (e *Explainer) referencedObjects(ctx context.Context, s subject) []Finding 
 
 // mapRef maps a reference's kind to its resource, at its version when it
 // has one.
-func (e *Explainer) mapRef(r reference) *metaMapping {
+func (e *Explainer) mapRef(r reference) *kube.Mapping {
 	var versions []string
 	if r.Version != "" {
 		versions = append(versions, r.Version)
 	}
-	m, err := e.c.mapper.RESTMapping(r.GK, versions...)
+	m, err := e.c.Mapper().RESTMapping(r.GK, versions...)
 	if err != nil {
 		return nil
 	}
-	return &metaMapping{gvr: m.Resource, namespaced: m.Scope.Name() == "namespace"}
+	return &kube.Mapping{GVR: m.Resource, Namespaced: m.Scope.Name() == "namespace"}
 }
 
 // referencesOf finds the references in u's spec and status: any object

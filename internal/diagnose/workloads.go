@@ -11,7 +11,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/teardown-dev/teardown/internal/diagnose/kube"
 )
 
 // This file finds the workload or Lease a finalizer's owner runs as.
@@ -70,7 +71,7 @@ func serviceAccountOf(spec *corev1.PodSpec) string {
 // labelled so (an operator run as a pod, or pods of a deleted Deployment).
 func (e *Explainer) matchingWorkloads(ctx context.Context, candidates []string) []workload {
 	var out []workload
-	for _, w := range e.c.workloadList(ctx) {
+	for _, w := range workloadList(ctx, e.c) {
 		if workloadMatches(w.Ref.Name, w.Labels, candidates) || containsAny(w.Containers, candidates) {
 			out = append(out, w)
 		}
@@ -80,7 +81,7 @@ func (e *Explainer) matchingWorkloads(ctx context.Context, candidates []string) 
 	}
 	for _, c := range candidates {
 		for _, key := range []string{"app.kubernetes.io/name", "app"} {
-			pods, err := e.c.podsLabelled(ctx, key+"="+c)
+			pods, err := e.c.PodsLabelled(ctx, key+"="+c)
 			if err != nil || len(pods) == 0 {
 				continue
 			}
@@ -106,7 +107,7 @@ type leaseInfo struct {
 // findLease finds a coordination.k8s.io Lease named after a candidate, or
 // held by an identity that starts with one.
 func (e *Explainer) findLease(ctx context.Context, candidates []string) (leaseInfo, bool) {
-	leases, err := e.c.leases(ctx)
+	leases, err := e.c.Leases(ctx)
 	if err != nil {
 		return leaseInfo{}, false
 	}
@@ -172,32 +173,30 @@ func podReady(p *corev1.Pod) bool {
 
 // workloadList is every Deployment, StatefulSet and DaemonSet, read once
 // per run.
-func (c *Cluster) workloadList(ctx context.Context) []workload {
-	c.doOnce("workloads", func() {
-		apps := c.kube.AppsV1()
-		if l, err := apps.Deployments("").List(ctx, metav1.ListOptions{}); err == nil {
-			for _, d := range l.Items {
-				c.workloads = append(c.workloads, workload{Ref: ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Resource: "deployments", Namespace: d.Namespace, Name: d.Name},
+func workloadList(ctx context.Context, c *kube.Cluster) []workload {
+	return kube.Memo(c, "workloads", func() []workload {
+		var out []workload
+		if l, err := c.Deployments(ctx); err == nil {
+			for _, d := range l {
+				out = append(out, workload{Ref: ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Resource: "deployments", Namespace: d.Namespace, Name: d.Name},
 					Labels: d.Labels, Ready: d.Status.AvailableReplicas, Desired: replicas(d.Spec.Replicas), Deleting: d.DeletionTimestamp != nil,
 					ServiceAccount: serviceAccountOf(&d.Spec.Template.Spec), Containers: containersOf(&d.Spec.Template.Spec), Health: deploymentHealth(d.Status.Conditions)})
 			}
 		}
-		if l, err := apps.StatefulSets("").List(ctx, metav1.ListOptions{}); err == nil {
-			for _, s := range l.Items {
-				c.workloads = append(c.workloads, workload{Ref: ObjectRef{APIVersion: "apps/v1", Kind: "StatefulSet", Resource: "statefulsets", Namespace: s.Namespace, Name: s.Name},
+		if l, err := c.StatefulSets(ctx); err == nil {
+			for _, s := range l {
+				out = append(out, workload{Ref: ObjectRef{APIVersion: "apps/v1", Kind: "StatefulSet", Resource: "statefulsets", Namespace: s.Namespace, Name: s.Name},
 					Labels: s.Labels, Ready: s.Status.ReadyReplicas, Desired: replicas(s.Spec.Replicas), Deleting: s.DeletionTimestamp != nil,
 					ServiceAccount: serviceAccountOf(&s.Spec.Template.Spec), Containers: containersOf(&s.Spec.Template.Spec)})
 			}
 		}
-		if l, err := apps.DaemonSets("").List(ctx, metav1.ListOptions{}); err == nil {
-			for _, d := range l.Items {
-				c.workloads = append(c.workloads, workload{Ref: ObjectRef{APIVersion: "apps/v1", Kind: "DaemonSet", Resource: "daemonsets", Namespace: d.Namespace, Name: d.Name},
+		if l, err := c.DaemonSets(ctx); err == nil {
+			for _, d := range l {
+				out = append(out, workload{Ref: ObjectRef{APIVersion: "apps/v1", Kind: "DaemonSet", Resource: "daemonsets", Namespace: d.Namespace, Name: d.Name},
 					Labels: d.Labels, Ready: d.Status.NumberAvailable, Desired: d.Status.DesiredNumberScheduled, Deleting: d.DeletionTimestamp != nil,
 					ServiceAccount: serviceAccountOf(&d.Spec.Template.Spec), Containers: containersOf(&d.Spec.Template.Spec)})
 			}
 		}
+		return out
 	})
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.workloads
 }

@@ -79,6 +79,7 @@ func expect(t *testing.T, name string, failed bool, detail string) Result {
 // on each other as an install does.
 func TestCheckNamesWhatIsMissing(t *testing.T) {
 	testenv.SkipShort(t)
+	testenv.SkipShort(t)
 	ctx := t.Context()
 	kube := clients.Kube
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: DefaultNamespace}}, metav1.CreateOptions{}); err != nil {

@@ -102,7 +102,7 @@ func completeNames(flags *genericclioptions.ConfigFlags, typ, prefix string) []s
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), completionTimeout)
 	defer cancel()
-	r := c.Metadata().Resource(t.GVR)
+	r := c.meta.Resource(t.GVR)
 	var l *metav1.PartialObjectMetadataList
 	if t.Namespaced {
 		l, err = r.Namespace(t.Namespace).List(ctx, metav1.ListOptions{})

@@ -78,7 +78,7 @@ func (o *ExplainOptions) Run(ctx context.Context) error {
 	if o.target, err = o.cluster.resolve(o.typ, o.name); err != nil {
 		return err
 	}
-	ex := diagnose.NewExplainer(o.cluster.Cluster, o.Now()).WithGCStallAfter(o.GCStallAfter)
+	ex := diagnose.NewExplainer(o.cluster.read, o.Now()).WithGCStallAfter(o.GCStallAfter)
 	// A target that does not exist comes with the error and a report of
 	// what the cluster remembers of it: print it, then fail as not found.
 	rep, err := ex.Explain(ctx, o.target)

@@ -20,6 +20,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/teardown-dev/teardown/internal/diagnose"
+	"github.com/teardown-dev/teardown/internal/diagnose/kube"
 )
 
 // Propagation policies plan understands (kubectl's --cascade values).
@@ -126,7 +127,7 @@ func (o *PlanOptions) Run(ctx context.Context) error {
 	if o.target, err = o.cluster.resolve(o.typ, o.name); err != nil {
 		return err
 	}
-	obj, err := o.cluster.GetObject(ctx, o.target.GVR, o.target.Namespace, o.target.Name)
+	obj, err := o.cluster.read.GetObject(ctx, o.target.GVR, o.target.Namespace, o.target.Name)
 	if err != nil {
 		return err
 	}
@@ -134,16 +135,16 @@ func (o *PlanOptions) Run(ctx context.Context) error {
 	if o.target.IsNamespace() {
 		scope = obj.GetName()
 	}
-	resources, _ := o.cluster.Resources()
-	items, _ := o.cluster.ListMeta(ctx, resources, scope, "", 8)
+	resources, _ := o.cluster.read.Resources()
+	items, _ := o.cluster.read.ListMeta(ctx, resources, scope, "", 8)
 	steps := map[string][]string{}
-	policies := o.cluster.Policies(ctx)
+	policies := diagnose.Policies(ctx, o.cluster.read)
 	for _, p := range policies {
 		steps[p.Finalizer] = p.Steps
 	}
 	rootRef := o.target.Ref()
 	rootRef.UID = string(obj.GetUID())
-	root := diagnose.MetaItem{Res: diagnose.APIResource{GVR: o.target.GVR, Kind: o.target.GVK.Kind, Namespaced: o.target.Namespaced}}
+	root := kube.MetaItem{Res: kube.APIResource{GVR: o.target.GVR, Kind: o.target.GVK.Kind, Namespaced: o.target.Namespaced}}
 	root.Obj.ObjectMeta = metav1.ObjectMeta{Name: obj.GetName(), Namespace: obj.GetNamespace(), UID: obj.GetUID(), Finalizers: obj.GetFinalizers(), DeletionTimestamp: obj.GetDeletionTimestamp(), OwnerReferences: obj.GetOwnerReferences()}
 	var rep *PlanReport
 	if o.target.IsNamespace() {
@@ -151,7 +152,7 @@ func (o *PlanOptions) Run(ctx context.Context) error {
 	} else {
 		rep = buildPlan(root, items, o.Cascade, steps)
 	}
-	addUnused(ctx, o.cluster.Kube(), rep, unusedPolicies(policies))
+	addUnused(ctx, o.cluster.kube, rep, unusedPolicies(policies))
 	if !o.Output.isOwn() {
 		return o.Output.printReport(o.Out, rep.APIVersion, rep.Kind, rep)
 	}
@@ -166,8 +167,8 @@ func (o *PlanOptions) Run(ctx context.Context) error {
 // gcFinalizer reports the garbage collector's own finalizers.
 func gcFinalizer(f string) bool { return f == "foregroundDeletion" || f == "orphan" }
 
-func planNode(it diagnose.MetaItem, steps map[string][]string) PlanNode {
-	n := PlanNode{Object: it.Ref(), Action: actionDelete}
+func planNode(it kube.MetaItem, steps map[string][]string) PlanNode {
+	n := PlanNode{Object: diagnose.ItemRef(it), Action: actionDelete}
 	for _, f := range it.Obj.Finalizers {
 		if gcFinalizer(f) {
 			continue
@@ -189,9 +190,9 @@ func planNode(it diagnose.MetaItem, steps map[string][]string) PlanNode {
 
 // buildPlan is the garbage collector's cascade from root over items, under
 // policy. Pure: tests feed it objects.
-func buildPlan(root diagnose.MetaItem, items []diagnose.MetaItem, policy string, steps map[string][]string) *PlanReport {
-	children := map[types.UID][]diagnose.MetaItem{}
-	byUID := map[types.UID]diagnose.MetaItem{}
+func buildPlan(root kube.MetaItem, items []kube.MetaItem, policy string, steps map[string][]string) *PlanReport {
+	children := map[types.UID][]kube.MetaItem{}
+	byUID := map[types.UID]kube.MetaItem{}
 	for _, it := range items {
 		byUID[it.Obj.UID] = it
 		for _, r := range it.Obj.OwnerReferences {
@@ -200,21 +201,21 @@ func buildPlan(root diagnose.MetaItem, items []diagnose.MetaItem, policy string,
 	}
 	rep := &PlanReport{APIVersion: diagnose.ReportAPIVersion, Kind: "PlanReport", PropagationPolicy: policy}
 	deleted := map[types.UID]bool{root.Obj.UID: true}
-	var build func(it diagnose.MetaItem, policy string, depth int) PlanNode
-	build = func(it diagnose.MetaItem, policy string, depth int) PlanNode {
+	var build func(it kube.MetaItem, policy string, depth int) PlanNode
+	build = func(it kube.MetaItem, policy string, depth int) PlanNode {
 		n := planNode(it, steps)
 		count(rep, n.Action)
 		if depth > 20 {
 			return n
 		}
 		kids := children[it.Obj.UID]
-		sort.Slice(kids, func(i, j int) bool { return kids[i].Ref().String() < kids[j].Ref().String() })
+		sort.Slice(kids, func(i, j int) bool { return diagnose.ItemRef(kids[i]).String() < diagnose.ItemRef(kids[j]).String() })
 		for _, k := range kids {
 			if deleted[k.Obj.UID] {
 				continue
 			}
 			if policy == cascadeOrphan {
-				c := PlanNode{Object: k.Ref(), Action: actionOrphan, Note: "kept; the garbage collector removes its ownerReference (finalizer orphan on the owner until done)"}
+				c := PlanNode{Object: diagnose.ItemRef(k), Action: actionOrphan, Note: "kept; the garbage collector removes its ownerReference (finalizer orphan on the owner until done)"}
 				count(rep, c.Action)
 				n.Children = append(n.Children, c)
 				continue
@@ -229,7 +230,7 @@ func buildPlan(root diagnose.MetaItem, items []diagnose.MetaItem, policy string,
 				}
 			}
 			if other != "" {
-				c := PlanNode{Object: k.Ref(), Action: actionKeep, Note: "kept: another owner remains (" + other + ")"}
+				c := PlanNode{Object: diagnose.ItemRef(k), Action: actionKeep, Note: "kept: another owner remains (" + other + ")"}
 				count(rep, c.Action)
 				n.Children = append(n.Children, c)
 				continue
@@ -266,7 +267,7 @@ func buildPlan(root diagnose.MetaItem, items []diagnose.MetaItem, policy string,
 }
 
 // buildNamespacePlan: everything in the namespace goes, pods first.
-func buildNamespacePlan(root diagnose.MetaItem, items []diagnose.MetaItem, steps map[string][]string) *PlanReport {
+func buildNamespacePlan(root kube.MetaItem, items []kube.MetaItem, steps map[string][]string) *PlanReport {
 	rep := &PlanReport{APIVersion: diagnose.ReportAPIVersion, Kind: "PlanReport", PropagationPolicy: cascadeBackground}
 	rep.Root = planNode(root, steps)
 	rep.Root.Finalizers = append(rep.Root.Finalizers, "spec:kubernetes")

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/teardown-dev/teardown/internal/diagnose"
+	"github.com/teardown-dev/teardown/internal/diagnose/kube"
 )
 
 func TestSplitTargetArgs(t *testing.T) {
@@ -39,12 +40,12 @@ func TestSplitTargetArgs(t *testing.T) {
 }
 
 func TestBuildPlanPure(t *testing.T) {
-	item := func(name string, uid types.UID, owners ...metav1.OwnerReference) diagnose.MetaItem {
-		return diagnose.MetaItem{Res: diagnose.APIResource{Kind: "ConfigMap"}, Obj: metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: name, UID: uid, OwnerReferences: owners}}}
+	item := func(name string, uid types.UID, owners ...metav1.OwnerReference) kube.MetaItem {
+		return kube.MetaItem{Res: kube.APIResource{Kind: "ConfigMap"}, Obj: metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: name, UID: uid, OwnerReferences: owners}}}
 	}
 	ref := func(uid types.UID) metav1.OwnerReference { return metav1.OwnerReference{UID: uid} }
 	root := item("root", "r")
-	items := []diagnose.MetaItem{root, item("a", "a", ref("r")), item("b", "b", ref("a")), item("cycle", "c", ref("b"), ref("c"))}
+	items := []kube.MetaItem{root, item("a", "a", ref("r")), item("b", "b", ref("a")), item("cycle", "c", ref("b"), ref("c"))}
 	rep := buildPlan(root, items, cascadeBackground, nil)
 	if rep.Summary.Deleted != 4 {
 		t.Errorf("summary = %+v, want 4 deleted (cycles visited once)", rep.Summary)

@@ -13,15 +13,26 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 
 	"github.com/teardown-dev/teardown/internal/diagnose"
+	"github.com/teardown-dev/teardown/internal/diagnose/kube"
 )
 
-// cluster is the engine's access to the API server for one command run,
-// with the namespace -n (or the kubeconfig context) names.
+// cluster is a command run's access to the API server: the diagnosis
+// engine's read-only view (read), the plugin's own clients for what it
+// writes (release: the removal, /finalize, the audit Event) and reads
+// outside the engine, and the namespace -n (or the kubeconfig context)
+// names.
 type cluster struct {
-	*diagnose.Cluster
+	read *kube.Cluster
+	kube kubernetes.Interface
+	dyn  dynamic.Interface
+	meta metadata.Interface
+	// host is the API server's address, for the audit record.
+	host string
 	// namespace is the -n namespace, or the kubeconfig context's.
 	namespace string
 	// explicitNamespace is true when -n was given.
@@ -49,11 +60,20 @@ func newCluster(f *genericclioptions.ConfigFlags) (*cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating a REST mapper: %w", err)
 	}
-	dc, err := diagnose.NewCluster(cfg, mapper)
+	read, err := kube.NewForConfig(cfg, mapper)
 	if err != nil {
 		return nil, err
 	}
-	c := &cluster{Cluster: dc}
+	c := &cluster{read: read, host: cfg.Host}
+	if c.kube, err = kubernetes.NewForConfig(cfg); err != nil {
+		return nil, fmt.Errorf("creating a client: %w", err)
+	}
+	if c.dyn, err = dynamic.NewForConfig(cfg); err != nil {
+		return nil, fmt.Errorf("creating a dynamic client: %w", err)
+	}
+	if c.meta, err = metadata.NewForConfig(cfg); err != nil {
+		return nil, fmt.Errorf("creating a metadata client: %w", err)
+	}
 	ns, explicit, err := f.ToRawKubeConfigLoader().Namespace()
 	if err != nil {
 		return nil, fmt.Errorf("reading the namespace: %w", err)
@@ -88,10 +108,10 @@ func (c *cluster) resolve(typ, name string) (diagnose.Target, error) {
 	full, gr := schema.ParseResourceArg(strings.ToLower(typ))
 	var err error
 	if full != nil {
-		gvr, err = c.Mapper().ResourceFor(*full)
+		gvr, err = c.read.Mapper().ResourceFor(*full)
 	}
 	if full == nil || err != nil {
-		gvr, err = c.Mapper().ResourceFor(gr.WithVersion(""))
+		gvr, err = c.read.Mapper().ResourceFor(gr.WithVersion(""))
 	}
 	if err != nil {
 		// Only a type the server does not serve is the user's mistake; an
@@ -101,11 +121,11 @@ func (c *cluster) resolve(typ, name string) (diagnose.Target, error) {
 		}
 		return diagnose.Target{}, fmt.Errorf("resolving the resource type %q: %w", typ, err)
 	}
-	gvk, err := c.Mapper().KindFor(gvr)
+	gvk, err := c.read.Mapper().KindFor(gvr)
 	if err != nil {
 		return diagnose.Target{}, fmt.Errorf("finding the kind of %s: %w", gvr, err)
 	}
-	mapping, err := c.Mapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+	mapping, err := c.read.Mapper().RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
 		return diagnose.Target{}, fmt.Errorf("mapping %s: %w", gvk, err)
 	}

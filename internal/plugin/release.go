@@ -196,8 +196,8 @@ func (o *ReleaseOptions) Run(ctx context.Context) error {
 	if o.target, err = o.cluster.resolve(o.typ, o.name); err != nil {
 		return err
 	}
-	ex := diagnose.NewExplainer(o.cluster.Cluster, o.Now())
-	obj, err := o.cluster.GetObject(ctx, o.target.GVR, o.target.Namespace, o.target.Name)
+	ex := diagnose.NewExplainer(o.cluster.read, o.Now())
+	obj, err := o.cluster.read.GetObject(ctx, o.target.GVR, o.target.Namespace, o.target.Name)
 	if err != nil {
 		return err
 	}
@@ -301,7 +301,7 @@ func (o *ReleaseOptions) Run(ctx context.Context) error {
 	if o.beforeApply != nil {
 		o.beforeApply()
 	}
-	rec := AuditRecord{Time: o.Now().UTC(), Cluster: o.cluster.Config().Host, Object: ref, ResourceVersion: rv, Finalizer: o.Finalizer,
+	rec := AuditRecord{Time: o.Now().UTC(), Cluster: o.cluster.host, Object: ref, ResourceVersion: rv, Finalizer: o.Finalizer,
 		Location: location, Reason: o.Reason, Forced: o.Force, Evidence: evidence, DryRun: &check, User: o.whoAmI(ctx)}
 	applyErr := o.apply(ctx, obj, location, index, rv, rec)
 	if applyErr != nil {
@@ -334,7 +334,7 @@ func (o *ReleaseOptions) auditEvent(ctx context.Context, ref diagnose.ObjectRef,
 	where := ref.Namespace
 	if where == "" || (o.target.IsNamespace()) {
 		where = metav1.NamespaceDefault
-	} else if ns, err := o.cluster.Kube().CoreV1().Namespaces().Get(ctx, where, metav1.GetOptions{}); err != nil || ns.DeletionTimestamp != nil {
+	} else if ns, err := o.cluster.kube.CoreV1().Namespaces().Get(ctx, where, metav1.GetOptions{}); err != nil || ns.DeletionTimestamp != nil {
 		where = metav1.NamespaceDefault
 	}
 	now := metav1.NewTime(rec.Time)
@@ -358,7 +358,7 @@ func (o *ReleaseOptions) auditEvent(ctx context.Context, ref diagnose.ObjectRef,
 		LastTimestamp:       now,
 		Count:               1,
 	}
-	if _, err := o.cluster.Kube().CoreV1().Events(where).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+	if _, err := o.cluster.kube.CoreV1().Events(where).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
 		return "", err
 	}
 	return where, nil
@@ -368,11 +368,11 @@ func (o *ReleaseOptions) auditEvent(ctx context.Context, ref diagnose.ObjectRef,
 func (o *ReleaseOptions) wouldOrphan(ctx context.Context, ex *diagnose.Explainer, obj *unstructured.Unstructured) []string {
 	var out []string
 	if o.target.IsNamespace() {
-		resources, _ := o.cluster.Resources()
-		items, _ := o.cluster.ListMeta(ctx, resources, obj.GetName(), "", 8)
+		resources, _ := o.cluster.read.Resources()
+		items, _ := o.cluster.read.ListMeta(ctx, resources, obj.GetName(), "", 8)
 		for _, it := range items {
 			if it.Res.GVR.Resource != "events" {
-				out = append(out, it.Ref().String())
+				out = append(out, diagnose.ItemRef(it).String())
 			}
 		}
 		return out
@@ -404,7 +404,7 @@ func (o *ReleaseOptions) dryRun(ctx context.Context, obj *unstructured.Unstructu
 		if cerr != nil {
 			return diagnose.RemovalCheck{Error: cerr.Error()}
 		}
-		err = o.cluster.Kube().CoreV1().RESTClient().Put().Resource("namespaces").Name(ns.Name).SubResource("finalize").
+		err = o.cluster.kube.CoreV1().RESTClient().Put().Resource("namespaces").Name(ns.Name).SubResource("finalize").
 			Param("dryRun", metav1.DryRunAll).Body(ns).Do(ctx).Error()
 	} else {
 		patch, perr := o.removal(obj, index, rv, record.ReleasedDryRun(o.Finalizer, o.Reason))
@@ -443,7 +443,7 @@ func (o *ReleaseOptions) finalizeBody(obj *unstructured.Unstructured, audit stri
 }
 
 func (o *ReleaseOptions) resource() dynamicResource {
-	r := o.cluster.Dynamic().Resource(o.target.GVR)
+	r := o.cluster.dyn.Resource(o.target.GVR)
 	if o.target.Namespaced {
 		return r.Namespace(o.target.Namespace)
 	}
@@ -457,7 +457,7 @@ func (o *ReleaseOptions) apply(ctx context.Context, obj *unstructured.Unstructur
 		if err != nil {
 			return err
 		}
-		err = o.cluster.Kube().CoreV1().RESTClient().Put().Resource("namespaces").Name(ns.Name).SubResource("finalize").Body(ns).Do(ctx).Error()
+		err = o.cluster.kube.CoreV1().RESTClient().Put().Resource("namespaces").Name(ns.Name).SubResource("finalize").Body(ns).Do(ctx).Error()
 		if apierrors.IsConflict(err) {
 			return fmt.Errorf("namespace %s changed since the evidence was gathered (resourceVersion %s): nothing applied; run again: %w", ns.Name, rv, err)
 		}
@@ -499,7 +499,7 @@ func (o *ReleaseOptions) after(ctx context.Context) string {
 }
 
 func (o *ReleaseOptions) whoAmI(ctx context.Context) string {
-	r, err := o.cluster.Kube().AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	r, err := o.cluster.kube.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
 	if err == nil {
 		return r.Status.UserInfo.Username
 	}

@@ -26,6 +26,7 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/teardown-dev/teardown/internal/diagnose"
+	"github.com/teardown-dev/teardown/internal/diagnose/kube"
 	"github.com/teardown-dev/teardown/pkg/finalizer/record"
 )
 
@@ -251,8 +252,8 @@ func stuckExit(rep *StatusReport) error {
 // deletable keeps the kinds whose objects can be Terminating: listable and
 // deletable, minus Events (recreated constantly, never finalized) and
 // duplicates of a kind served by two groups.
-func deletable(rs []diagnose.APIResource) []diagnose.APIResource {
-	var out []diagnose.APIResource
+func deletable(rs []kube.APIResource) []kube.APIResource {
+	var out []kube.APIResource
 	for _, r := range rs {
 		if !slices.Contains(r.Verbs, "delete") || r.GVR.Resource == "events" {
 			continue
@@ -265,7 +266,7 @@ func deletable(rs []diagnose.APIResource) []diagnose.APIResource {
 func (o *StatusOptions) collect(ctx context.Context) (*StatusReport, error) {
 	now := o.Now()
 	rep := &StatusReport{APIVersion: diagnose.ReportAPIVersion, Kind: "StatusReport", Items: []StatusRow{}}
-	resources, partial := o.cluster.Resources()
+	resources, partial := o.cluster.read.Resources()
 	if resources == nil && partial != nil {
 		return nil, partial
 	}
@@ -277,13 +278,13 @@ func (o *StatusOptions) collect(ctx context.Context) (*StatusReport, error) {
 	// namespaces can still see their own.
 	var namespaces []corev1.Namespace
 	if o.namespace == "" {
-		nsList, err := o.cluster.Kube().CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: o.Selector})
+		nsList, err := o.cluster.kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: o.Selector})
 		if err != nil {
 			return nil, fmt.Errorf("listing namespaces: %w", err)
 		}
 		namespaces = nsList.Items
 	} else {
-		ns, err := o.cluster.Kube().CoreV1().Namespaces().Get(ctx, o.namespace, metav1.GetOptions{})
+		ns, err := o.cluster.kube.CoreV1().Namespaces().Get(ctx, o.namespace, metav1.GetOptions{})
 		switch {
 		case err == nil:
 			if o.selector == nil || o.selector.Matches(labels.Set(ns.Labels)) {
@@ -296,7 +297,7 @@ func (o *StatusOptions) collect(ctx context.Context) (*StatusReport, error) {
 			return nil, fmt.Errorf("reading namespace %s: %w", o.namespace, err)
 		}
 	}
-	var rs []diagnose.APIResource
+	var rs []kube.APIResource
 	for _, r := range deletable(resources) {
 		if r.GVR.Group == "" && r.GVR.Resource == "namespaces" {
 			continue
@@ -306,7 +307,7 @@ func (o *StatusOptions) collect(ctx context.Context) (*StatusReport, error) {
 		}
 		rs = append(rs, r)
 	}
-	items, errs := o.cluster.ListMeta(ctx, rs, o.namespace, o.Selector, o.Workers)
+	items, errs := o.cluster.read.ListMeta(ctx, rs, o.namespace, o.Selector, o.Workers)
 	for _, err := range errs {
 		rep.Errors = append(rep.Errors, err.Error())
 	}
@@ -317,7 +318,7 @@ func (o *StatusOptions) collect(ctx context.Context) (*StatusReport, error) {
 	var kcm *diagnose.ControllerLiveness
 	controllerManager := func() diagnose.ControllerLiveness {
 		if kcm == nil {
-			l := o.cluster.ControllerManagerLiveness(ctx, now)
+			l := diagnose.ControllerManagerLiveness(ctx, o.cluster.read, now)
 			kcm = &l
 		}
 		return *kcm
@@ -334,7 +335,7 @@ func (o *StatusOptions) collect(ctx context.Context) (*StatusReport, error) {
 		}
 		jobs = append(jobs, diagnosis{row: len(rep.Items), keep: keep, obj: &it.Obj,
 			target: diagnose.Target{GVR: it.Res.GVR, GVK: it.Res.GVR.GroupVersion().WithKind(it.Res.Kind), Namespaced: it.Res.Namespaced, Namespace: it.Obj.Namespace, Name: it.Obj.Name}})
-		rep.Items = append(rep.Items, StatusRow{Object: it.Ref(), DeletionTimestamp: *it.Obj.DeletionTimestamp,
+		rep.Items = append(rep.Items, StatusRow{Object: diagnose.ItemRef(it), DeletionTimestamp: *it.Obj.DeletionTimestamp,
 			TerminatingFor: diagnose.Age(now.Sub(it.Obj.DeletionTimestamp.Time)), Finalizers: it.Obj.Finalizers,
 			Blocker: blocker, Progress: record.ReadProgress(&it.Obj)})
 	}

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/teardown-dev/teardown/internal/diagnose"
+	"github.com/teardown-dev/teardown/internal/diagnose/kube"
 )
 
 // diagnosis is one Terminating object of a listing for the engine to
@@ -32,14 +33,14 @@ type diagnosis struct {
 // metadata lists so that it does not list the same kinds again. Lists
 // filtered by -l are not every object of their kinds, so they are not
 // handed over.
-func (o *StatusOptions) engine(items []diagnose.MetaItem, errs []error) *diagnose.Cluster {
-	c := o.cluster.Fresh().Bulk()
+func (o *StatusOptions) engine(items []kube.MetaItem, errs []error) *kube.Cluster {
+	c := o.cluster.read.Fresh().Bulk()
 	if o.Selector != "" {
 		return c
 	}
 	c.SeedScope(o.namespace, items, errs)
 	if o.namespace == "" {
-		byNamespace := map[string][]diagnose.MetaItem{}
+		byNamespace := map[string][]kube.MetaItem{}
 		for _, it := range items {
 			if it.Obj.Namespace != "" {
 				byNamespace[it.Obj.Namespace] = append(byNamespace[it.Obj.Namespace], it)
@@ -58,7 +59,7 @@ func (o *StatusOptions) engine(items []diagnose.MetaItem, errs []error) *diagnos
 // alive, in the row. It leaves out the removal dry-runs (one request per
 // finalizer): explain makes them. A failed explanation leaves the row's
 // line from metadata.
-func (o *StatusOptions) diagnose(ctx context.Context, c *diagnose.Cluster, now time.Time, rep *StatusReport, jobs []diagnosis) {
+func (o *StatusOptions) diagnose(ctx context.Context, c *kube.Cluster, now time.Time, rep *StatusReport, jobs []diagnosis) {
 	work := make(chan diagnosis)
 	var wg sync.WaitGroup
 	workers := max(o.Workers, 1)

@@ -42,6 +42,10 @@ var DefaultControllers = []string{"garbagecollector", "namespace", "clusterrole-
 
 // Options configure Start.
 type Options struct {
+	// Examples names the package's Examples that need the control plane:
+	// an Example cannot skip itself, so in the unit tier Main leaves them
+	// out (-test.skip).
+	Examples []string
 	// TeardownCRDs installs Teardown's own CRDs (config/crd/bases of the
 	// module root) once the API server is up.
 	TeardownCRDs bool
@@ -389,8 +393,10 @@ func terminate(p *os.Process, done <-chan error, grace time.Duration) error {
 
 // Main is a TestMain body: it starts one control plane for the package's
 // tests, hands it to use, runs the tests and always stops it. In the unit
-// tier (go test -short, make test-unit) it starts nothing and skips the
-// package: its tests are integration tests.
+// tier (go test -short, make test-unit) it starts nothing, never calls use,
+// and runs the tests: those that need no control plane (unit tests,
+// Examples, fuzz seeds) run, and each integration test skips itself with
+// SkipShort before it reads what use sets.
 func Main(m *testing.M, opts Options, use func(*Env)) {
 	os.Exit(run(m, opts, use))
 }
@@ -415,8 +421,17 @@ func SkipShort(t testing.TB) {
 
 func run(m *testing.M, opts Options, use func(*Env)) int {
 	if Short() {
-		fmt.Println("skipped in the unit tier (-short): this package's tests run against a control plane")
-		return 0
+		if len(opts.Examples) > 0 {
+			skip := "^(" + strings.Join(opts.Examples, "|") + ")$"
+			if prev := flag.Lookup("test.skip").Value.String(); prev != "" {
+				skip = prev + "|" + skip
+			}
+			if err := flag.Set("test.skip", skip); err != nil {
+				fmt.Fprintf(os.Stderr, "skipping the Examples that need a control plane: %v\n", err)
+				return 1
+			}
+		}
+		return m.Run()
 	}
 	e, err := Start(opts)
 	if err != nil {

@@ -59,6 +59,7 @@ func TestMain(m *testing.M) {
 // objects, one of them mid-teardown, where it must wait for that teardown,
 // release the rest and leave the CRDs.
 func TestUninstall(t *testing.T) {
+	testenv.SkipShort(t)
 	ns := testenv.NewNamespace(t, k8s)
 
 	t.Run("without a controller it times out naming the policies", func(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/teardown-dev/teardown/internal/queuekey"
+	"github.com/teardown-dev/teardown/internal/testenv"
 )
 
 var (
@@ -79,6 +80,7 @@ func sel(t *testing.T, s string) labels.Selector {
 }
 
 func TestChangedWakesMatchingTargets(t *testing.T) {
+	testenv.SkipShort(t)
 	type event struct {
 		gvk    schema.GroupVersionKind
 		ns     string

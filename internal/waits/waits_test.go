@@ -103,6 +103,7 @@ func deleteNow(t *testing.T, objs ...client.Object) {
 // its last dependency; with --event-driven-waits=false, the poll makes it
 // take at least a second (about 2 s) in the same scenario.
 func TestReleaseFollowsTheLastDependency(t *testing.T) {
+	testenv.SkipShort(t)
 	for _, mode := range []struct {
 		name        string
 		eventDriven bool
@@ -170,6 +171,7 @@ func TestReleaseFollowsTheLastDependency(t *testing.T) {
 // waiting target is not woken (the controller's wake counter does not
 // move), then its own dependency goes and it is.
 func TestUnrelatedChangesDoNotWake(t *testing.T) {
+	testenv.SkipShort(t)
 	c := startController(t, true)
 	ns := testenv.NewNamespace(t, k8s)
 	other := testenv.NewNamespace(t, k8s)
@@ -217,6 +219,7 @@ func TestUnrelatedChangesDoNotWake(t *testing.T) {
 // them, so a wait on Secrets is not watched (the access check says so) and
 // polls as before; the target is still released.
 func TestUnwatchableKindPolls(t *testing.T) {
+	testenv.SkipShort(t)
 	c := startController(t, true)
 	ns := testenv.NewNamespace(t, k8s)
 	pol := clusterPolicy(t, "secrets", teardownv1alpha1.Step{Name: "secrets-gone", Wait: &teardownv1alpha1.WaitAction{

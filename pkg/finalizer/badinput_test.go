@@ -24,6 +24,7 @@ import (
 )
 
 func TestValidateName(t *testing.T) {
+	testenv.SkipShort(t)
 	cases := map[string]struct {
 		name    string
 		wantErr string
@@ -58,6 +59,7 @@ func TestValidateName(t *testing.T) {
 }
 
 func TestRegisterRejectsBadInput(t *testing.T) {
+	testenv.SkipShort(t)
 	done := finalizer.HandlerFunc(func(context.Context, client.Object) finalizer.Result { return finalizer.Done() })
 	cases := map[string]struct {
 		name    string
@@ -91,6 +93,7 @@ func TestRegisterRejectsBadInput(t *testing.T) {
 }
 
 func TestReconcileRejectsNilObjects(t *testing.T) {
+	testenv.SkipShort(t)
 	f := finalizer.New(finalizer.ForClient(k8s, nil))
 	if err := f.Register("example.com/x", finalizer.HandlerFunc(func(context.Context, client.Object) finalizer.Result { return finalizer.Done() })); err != nil {
 		t.Fatal(err)
@@ -114,6 +117,7 @@ func TestReconcileRejectsNilObjects(t *testing.T) {
 }
 
 func TestUnknownKindIsAClearError(t *testing.T) {
+	testenv.SkipShort(t)
 	f := finalizer.New(finalizer.ForClient(k8s, nil))
 	if err := f.Register("example.com/x", finalizer.HandlerFunc(func(context.Context, client.Object) finalizer.Result { return finalizer.Done() })); err != nil {
 		t.Fatal(err)
@@ -136,6 +140,7 @@ func TestUnknownKindIsAClearError(t *testing.T) {
 // its timeout or answers nonsense is a Retry with a clear error, never a
 // removal.
 func TestMisbehavingHandlersKeepTheFinalizer(t *testing.T) {
+	testenv.SkipShort(t)
 	ns := testenv.NewNamespace(t, k8s)
 	cases := map[string]struct {
 		handler finalizer.HandlerFunc

@@ -52,6 +52,7 @@ func (c *counter) get(name string) int {
 // same objects at once. Neither clobbers the other's key when adding, both
 // cleanups run, and every object goes away.
 func TestTwoControllersRacing(t *testing.T) {
+	testenv.SkipShort(t)
 	ns := testenv.NewNamespace(t, k8s)
 	const objects = 20
 	const keyA, keyB = "a.example.com/cleanup", "b.example.com/cleanup"
@@ -110,6 +111,7 @@ func TestTwoControllersRacing(t *testing.T) {
 // are out of date, as a cache's can be, and checks that no write from a stale
 // copy brings back a removed finalizer or drops a concurrent one.
 func TestStaleCopyNeverReaddsRemovedFinalizer(t *testing.T) {
+	testenv.SkipShort(t)
 	ctx := t.Context()
 	ns := testenv.NewNamespace(t, k8s)
 	c := finalizer.ForClient(k8s, nil)
@@ -172,6 +174,7 @@ func TestStaleCopyNeverReaddsRemovedFinalizer(t *testing.T) {
 // deadline passes, and what was skipped is recorded on the object and in an
 // Event.
 func TestDeadlineRelease(t *testing.T) {
+	testenv.SkipShort(t)
 	ns := testenv.NewNamespace(t, k8s)
 	const key = "deadline.example.com/release"
 	var calls atomic.Int32
@@ -217,6 +220,7 @@ func TestDeadlineRelease(t *testing.T) {
 // TestDeadlineBlock: with Block (the default), a passed deadline keeps the
 // object and says so; the finalizer goes only when the cleanup is done.
 func TestDeadlineBlock(t *testing.T) {
+	testenv.SkipShort(t)
 	ns := testenv.NewNamespace(t, k8s)
 	const key = "deadline.example.com/block"
 	var finish atomic.Bool
@@ -253,6 +257,7 @@ func TestDeadlineBlock(t *testing.T) {
 // collector. Its dependent is held by a library finalizer: the owner stays
 // until the dependent's cleanup is done.
 func TestForegroundDeletionWaitsForDependentCleanup(t *testing.T) {
+	testenv.SkipShort(t)
 	ctx := t.Context()
 	ns := testenv.NewNamespace(t, k8s)
 	const key = "gc.example.com/cleanup"
@@ -306,6 +311,7 @@ func TestForegroundDeletionWaitsForDependentCleanup(t *testing.T) {
 // TestDeletedBeforeGuarded: an object deleted before the finalizer was added
 // never gets its handler called, and this is reported.
 func TestDeletedBeforeGuarded(t *testing.T) {
+	testenv.SkipShort(t)
 	ns := testenv.NewNamespace(t, k8s)
 	const key = "late.example.com/cleanup"
 	before := metricValue(t, "teardown_finalizer_unguarded_deletions_total", map[string]string{"finalizer": key})

@@ -103,6 +103,7 @@ func readLog(path string) []string {
 // runs to completion, and the finalizer is removed only after the handler
 // reported done.
 func TestRestartMidCleanup(t *testing.T) {
+	testenv.SkipShort(t)
 	ctx := t.Context()
 	ns := testenv.NewNamespace(t, k8s)
 	logPath := t.TempDir() + "/cleanup.log"

@@ -22,6 +22,7 @@ import (
 // TestAPIServerFinalizerSemantics pins down the ground truth the library is
 // built on, against the real API server.
 func TestAPIServerFinalizerSemantics(t *testing.T) {
+	testenv.SkipShort(t)
 	ctx := t.Context()
 	ns := testenv.NewNamespace(t, k8s)
 	cm := configMap(t, ns, "held", "example.com/hold")
@@ -69,6 +70,7 @@ func TestAPIServerFinalizerSemantics(t *testing.T) {
 // TestGuardedPatchRefusedOnStaleList shows why every write is guarded: a test
 // op against a stale list fails with 422 instead of clobbering.
 func TestGuardedPatchRefusedOnStaleList(t *testing.T) {
+	testenv.SkipShort(t)
 	ctx := t.Context()
 	ns := testenv.NewNamespace(t, k8s)
 	cm := configMap(t, ns, "stale", "example.com/a", "example.com/b")

@@ -25,6 +25,7 @@ import (
 // metadata-only objects, through a controller-runtime client and through a
 // plain client-go dynamic client.
 func TestObjectShapes(t *testing.T) {
+	testenv.SkipShort(t)
 	ns := testenv.NewNamespace(t, k8s)
 	dyn := dynamic.NewForConfigOrDie(cfg)
 	gvr := corev1.SchemeGroupVersion.WithResource("configmaps")

@@ -28,6 +28,7 @@ import (
 // the library's removal from a stale copy reads again and removes only its
 // key and its record, once, with the JSON patch after the refusal.
 func TestStrategicRemovalGuards(t *testing.T) {
+	testenv.SkipShort(t)
 	ns := testenv.NewNamespace(t, k8s)
 	ctx := t.Context()
 	const key, hold = "shop.example.com/dns", "shop.example.com/hold"

@@ -35,7 +35,8 @@ func TestMain(m *testing.M) {
 	if fuzzingOnly() {
 		os.Exit(m.Run())
 	}
-	testenv.Main(m, testenv.Options{}, func(e *testenv.Env) {
+	// Example and ExampleDrain run against the control plane.
+	testenv.Main(m, testenv.Options{Examples: []string{"Example", "ExampleDrain"}}, func(e *testenv.Env) {
 		cfg = e.Config
 		kubeconfigPath = e.Kubeconfig
 		var err error

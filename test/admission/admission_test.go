@@ -19,12 +19,14 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/teardown-dev/teardown/internal/plugin"
+	"github.com/teardown-dev/teardown/internal/testenv"
 	"github.com/teardown-dev/teardown/pkg/finalizer"
 )
 
 // TestShippedPolicyExemptsTheShippedServiceAccount checks that the identity
 // config/default exempts is the ServiceAccount it runs the controller as.
 func TestShippedPolicyExemptsTheShippedServiceAccount(t *testing.T) {
+	testenv.SkipShort(t)
 	exempting := map[string]bool{}
 	for _, obj := range installed {
 		if obj.GetKind() != "ValidatingAdmissionPolicy" {
@@ -100,6 +102,7 @@ func mergeRemoval(keep []string, annotations map[string]string) []byte {
 // a message naming kubectl teardown release, unless the same request
 // records a release naming the key; other finalizers are let through.
 func TestBlindRemovalIsRefused(t *testing.T) {
+	testenv.SkipShort(t)
 	ns := newNamespace(t)
 	userCfg, _ := userConfig(t, "alice", ns)
 	alice := clientFor(t, userCfg)
@@ -194,6 +197,7 @@ func TestBlindRemovalIsRefused(t *testing.T) {
 // TestUpdateIsRefusedToo: a full update (kubectl edit, replace) is judged
 // like a patch.
 func TestUpdateIsRefusedToo(t *testing.T) {
+	testenv.SkipShort(t)
 	ns := newNamespace(t)
 	userCfg, _ := userConfig(t, "bob", ns)
 	cm := configMap(t, ns, "edited", []string{"teardown.dev/dns"}, nil)
@@ -208,6 +212,7 @@ func TestUpdateIsRefusedToo(t *testing.T) {
 // Teardown's keys, attached or by domain, on live objects and objects being
 // deleted, with no record.
 func TestControllerIsExempt(t *testing.T) {
+	testenv.SkipShort(t)
 	ns := newNamespace(t)
 	ctrl := controllerClient(t)
 	custom := "my.custom/finalizer"
@@ -240,6 +245,7 @@ func TestControllerIsExempt(t *testing.T) {
 // a user who may edit the namespace: its dry-run and its guarded patch get
 // through the policy, since both write the release record naming the key.
 func TestKubectlTeardownReleasePasses(t *testing.T) {
+	testenv.SkipShort(t)
 	ns := newNamespace(t)
 	_, kubeconfig := userConfig(t, "carol", ns)
 	key := ns + ".teardown.dev/web-dns"

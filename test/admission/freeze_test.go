@@ -18,6 +18,7 @@ import (
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/internal/controller"
+	"github.com/teardown-dev/teardown/internal/testenv"
 )
 
 // TestDeletedPolicySpecIsFrozen (issue 16, family 3): once a policy is
@@ -26,6 +27,7 @@ import (
 // finalizers the controller removes) still changes. A live policy's spec
 // can be edited (negative control).
 func TestDeletedPolicySpecIsFrozen(t *testing.T) {
+	testenv.SkipShort(t)
 	ns := newNamespace(t)
 	scheme, err := controller.NewScheme()
 	if err != nil {

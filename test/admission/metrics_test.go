@@ -35,6 +35,7 @@ import (
 // token, 403 to a ServiceAccount without the shipped metrics-reader role,
 // and the metrics to one bound to it.
 func TestMetricsNeedAuthorization(t *testing.T) {
+	testenv.SkipShort(t)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/teardown-dev/teardown/internal/steps"
+	"github.com/teardown-dev/teardown/internal/testenv"
 	"github.com/teardown-dev/teardown/pkg/finalizer"
 )
 
@@ -25,6 +26,7 @@ import (
 // changed or removed by a user who may edit the object; other annotations
 // of that object can; the controller can write them.
 func TestRecordsAreTheControllers(t *testing.T) {
+	testenv.SkipShort(t)
 	ns := newNamespace(t)
 	userCfg, _ := userConfig(t, "records-editor", ns)
 	user := clientFor(t, userCfg)

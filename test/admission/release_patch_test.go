@@ -17,6 +17,7 @@ import (
 
 	"github.com/teardown-dev/teardown/internal/diagnose"
 	"github.com/teardown-dev/teardown/internal/plugin"
+	"github.com/teardown-dev/teardown/internal/testenv"
 	"github.com/teardown-dev/teardown/pkg/finalizer"
 )
 
@@ -26,6 +27,7 @@ import (
 // reports the removal allowed; release then applies it as a user, keeping
 // the attached record only the controller may change.
 func TestExplainDryRunsTheReleasePatch(t *testing.T) {
+	testenv.SkipShort(t)
 	ns := newNamespace(t)
 	_, kubeconfig := userConfig(t, "dave", ns)
 	key := "example.com/bucket"

@@ -28,6 +28,7 @@ import (
 // TeardownPolicies is refused; given impersonate on one ServiceAccount, they
 // may name that one and no other; a namespace editor may name any.
 func TestPolicyAuthorMustBeAbleToActAsItsServiceAccount(t *testing.T) {
+	testenv.SkipShort(t)
 	ns := newNamespace(t)
 	_, err := admin.RbacV1().Roles(ns).Create(t.Context(), &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "policy-writer"}, Rules: []rbacv1.PolicyRule{
 		{APIGroups: []string{teardownv1alpha1.GroupVersion.Group}, Resources: []string{"teardownpolicies"}, Verbs: []string{"*"}},

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/testenv"
 )
 
 const (
@@ -47,6 +48,7 @@ func repeat(n int, format string) string {
 // TestAdmissionRefusesInvalidPolicies creates invalid policies and checks
 // that the API server refuses each with a message that says what is wrong.
 func TestAdmissionRefusesInvalidPolicies(t *testing.T) {
+	testenv.SkipShort(t)
 	c := newClient(t)
 	cases := []struct {
 		name string

@@ -31,12 +31,14 @@ import (
 	"sigs.k8s.io/yaml"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/testenv"
 )
 
 // TestSamplesAreAccepted creates every policy in config/samples, reads it
 // back, and checks that nothing it says was pruned and that it decodes into
 // the Go types without unknown fields.
 func TestSamplesAreAccepted(t *testing.T) {
+	testenv.SkipShort(t)
 	c := newClient(t)
 	files, err := filepath.Glob(filepath.Join(root, "config", "samples", "teardown.dev_*.yaml"))
 	if err != nil || len(files) < 2 {
@@ -124,6 +126,7 @@ func notIn(want, got any, path string) []string {
 // unset, from the Go types as a controller or a user of the package would,
 // and checks the defaults the API server applied.
 func TestDefaultsAreApplied(t *testing.T) {
+	testenv.SkipShort(t)
 	c := newClient(t)
 	pods := []teardownv1alpha1.ResourceSelector{{APIVersion: "v1", Kind: "Pod", Selector: &metav1.LabelSelector{}}}
 	agents := []teardownv1alpha1.ResourceSelector{{
@@ -259,6 +262,7 @@ func fullSpec() teardownv1alpha1.TeardownPolicySpec {
 // field set and checks it reads back unchanged: the schema keeps everything
 // the Go types can say, the Job spec included.
 func TestEveryFieldRoundTrips(t *testing.T) {
+	testenv.SkipShort(t)
 	c := newClient(t)
 	want := fullSpec()
 	obj := &teardownv1alpha1.ClusterTeardownPolicy{ObjectMeta: metav1.ObjectMeta{Name: "round-trip"}, Spec: *want.DeepCopy()}
@@ -278,6 +282,7 @@ func TestEveryFieldRoundTrips(t *testing.T) {
 // status subresource and that the status the controller will write (counts,
 // conditions, blocked objects, recent failures) is stored as sent.
 func TestStatusSubresource(t *testing.T) {
+	testenv.SkipShort(t)
 	c := newClient(t)
 	since := metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))
 	ref := teardownv1alpha1.ObjectReference{APIVersion: "v1", Kind: "Service", Namespace: "default", Name: "web"}
@@ -328,6 +333,7 @@ func TestStatusSubresource(t *testing.T) {
 // TestDiscoveryAndPrinterColumns checks what kubectl sees: scopes, short
 // names, the teardown category and the columns of kubectl get.
 func TestDiscoveryAndPrinterColumns(t *testing.T) {
+	testenv.SkipShort(t)
 	dc, err := discovery.NewDiscoveryClientForConfig(env.Config)
 	if err != nil {
 		t.Fatal(err)
@@ -430,6 +436,7 @@ func getTable(t *testing.T, path string) *metav1.Table {
 // docs/api.md (the YAML blocks that start with apiVersion: teardown.dev/...),
 // so that the documentation cannot drift from what the API server accepts.
 func TestDocsExamplesAreAccepted(t *testing.T) {
+	testenv.SkipShort(t)
 	c := newClient(t)
 	data, err := os.ReadFile(filepath.Join(root, "docs", "api.md"))
 	if err != nil {

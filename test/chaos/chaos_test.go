@@ -256,6 +256,7 @@ func (r *chaosRun) watchDeletions(ctx context.Context, rv string) {
 // webhook answered Success, every object must get one, and all must go
 // within a bound.
 func TestChaos(t *testing.T) {
+	testenv.SkipShort(t)
 	n := int(envInt("TEARDOWN_CHAOS_N", 200))
 	seed := envInt("TEARDOWN_CHAOS_SEED", time.Now().UnixNano())
 	t.Logf("seed %d (TEARDOWN_CHAOS_SEED=%d replays the schedule), N=%d", seed, seed, n)

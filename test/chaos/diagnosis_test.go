@@ -19,6 +19,7 @@ import (
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/bench/apimetrics"
+	"github.com/teardown-dev/teardown/internal/testenv"
 	"github.com/teardown-dev/teardown/internal/testenv/procctl"
 )
 
@@ -28,6 +29,7 @@ import (
 // cause. It must read that from the policy's status: the diagnosis keeps
 // its since, and no second Event lands on the object.
 func TestDiagnosisSurvivesRestart(t *testing.T) {
+	testenv.SkipShort(t)
 	ns := newNamespace(t)
 	port, err := procctl.FreePort()
 	if err != nil {

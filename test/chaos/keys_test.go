@@ -116,6 +116,7 @@ func deleteNow(t *testing.T, obj client.Object) {
 // policy by declaring its key on an object of its own. Negative control: a
 // TeardownPolicy's own default key is served.
 func TestTenantCannotUnserveAClusterPolicy(t *testing.T) {
+	testenv.SkipShort(t)
 	const key = "platform.example.com/guard"
 	tenant, other := newNamespace(t), newNamespace(t)
 	clusterHook := newCleanupServer(t, func(webhookRequest) answer { return success })
@@ -199,6 +200,7 @@ func TestTenantCannotUnserveAClusterPolicy(t *testing.T) {
 // after A's webhook said Success. A live object is handed over once, not
 // flapping between the two.
 func TestTeardownFinishesUnderThePolicyThatStartedIt(t *testing.T) {
+	testenv.SkipShort(t)
 	const key, renamed = "example.com/shared", "example.com/renamed"
 	ns := newNamespace(t)
 	var aSucceeds atomic.Bool
@@ -289,6 +291,7 @@ func TestTeardownFinishesUnderThePolicyThatStartedIt(t *testing.T) {
 // the key stays. Negative control: the same ConfigMap in a selected
 // namespace is cleaned up and goes.
 func TestRecordsWrittenAtCreateProveNothing(t *testing.T) {
+	testenv.SkipShort(t)
 	const key = "platform.example.com/records"
 	excluded, selected := newNamespace(t), newNamespace(t)
 	nsObj := &corev1.Namespace{}
@@ -367,6 +370,7 @@ func TestRecordsWrittenAtCreateProveNothing(t *testing.T) {
 // one in force keeps it: a-… is FinalizerConflict, and a teardown under
 // z-… is never touched by a-…'s steps.
 func TestSameSecondPoliciesDoNotTradeAKey(t *testing.T) {
+	testenv.SkipShort(t)
 	const key = "example.com/same-second"
 	ns := newNamespace(t)
 	hookZ := newCleanupServer(t, func(webhookRequest) answer { return inProgress })
@@ -420,6 +424,7 @@ func TestSameSecondPoliciesDoNotTradeAKey(t *testing.T) {
 // across a controller restart too, and the teardown it started finishes;
 // the tenant's object keeps its key.
 func TestTenantKeyElsewhereDoesNotUnservePolicy(t *testing.T) {
+	testenv.SkipShort(t)
 	const key = "example.com/first"
 	ns := newNamespace(t)
 	var succeed atomic.Bool
@@ -468,6 +473,7 @@ func TestTenantKeyElsewhereDoesNotUnservePolicy(t *testing.T) {
 // never calls its webhook for it; the tenant's policy, which guarded it,
 // finishes its teardown.
 func TestAnotherPolicysAttachmentIsNoProof(t *testing.T) {
+	testenv.SkipShort(t)
 	const key = "example.com/attached-by"
 	ns := newNamespace(t)
 	var tenantSucceeds atomic.Bool

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/testenv"
 	"github.com/teardown-dev/teardown/pkg/finalizer"
 )
 
@@ -38,6 +39,7 @@ import (
 // Deployment. The cluster admin's view, the policy's status diagnosis,
 // still names B's pod. The controller runs as its own process.
 func TestTenantMessagesNameOnlyItsNamespace(t *testing.T) {
+	testenv.SkipShort(t)
 	nsA, nsB := newNamespace(t), newNamespace(t)
 	startController(t, "messages", "--diagnose-after=1s", "--diagnose-interval=2s")
 

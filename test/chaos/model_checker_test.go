@@ -17,12 +17,14 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/testenv"
 )
 
 // TestModelChecker feeds the checker made-up histories, so that each of its
 // rules is shown to catch what it should and to pass its justified twin:
 // the model test can only find what its checker can see.
 func TestModelChecker(t *testing.T) {
+	testenv.SkipShort(t)
 	t0 := time.Now().Truncate(time.Second).Add(-time.Minute)
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
 	const ns, other, key = "tenant", "elsewhere", "example.com/k"

@@ -75,6 +75,7 @@ func (m *modelRun) logf(format string, args ...any) {
 // TEARDOWN_MODEL_SEEDS how many seeds from it (1), TEARDOWN_MODEL_STEPS the
 // steps per seed (100).
 func TestModel(t *testing.T) {
+	testenv.SkipShort(t)
 	first := uint64(envInt("TEARDOWN_MODEL_SEED", 1))
 	seeds := int(envInt("TEARDOWN_MODEL_SEEDS", 1))
 	steps := int(envInt("TEARDOWN_MODEL_STEPS", 100))

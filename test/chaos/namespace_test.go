@@ -34,6 +34,7 @@ import (
 // cleanup webhook answers Success, the object, the policy and the
 // namespace all go, within a minute.
 func TestNamespaceDeletionResumesAfterKill(t *testing.T) {
+	testenv.SkipShort(t)
 	const key = "example.com/ns-guard"
 	ns := newNamespace(t)
 	var succeed atomic.Bool

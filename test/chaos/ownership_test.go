@@ -66,6 +66,7 @@ func restartNTimes(t *testing.T, c *procctl.Controller, n int, srv *cleanupServe
 // ownership never flips, the owner's objects keep their key, and an object
 // mid-cleanup goes only after its webhook answered Success.
 func TestSharedKeyOwnershipSurvivesRestarts(t *testing.T) {
+	testenv.SkipShort(t)
 	const key = "example.com/shared"
 	ns := newNamespace(t)
 	var releaseMid atomic.Bool
@@ -187,6 +188,7 @@ func TestSharedKeyOwnershipSurvivesRestarts(t *testing.T) {
 // being deleted. Teardown never removes that key: not while it runs, not
 // after a restart; and the policy is reported not Ready.
 func TestForeignKeyIsNeverStripped(t *testing.T) {
+	testenv.SkipShort(t)
 	const key = "example.com/other-operator"
 	ns := newNamespace(t)
 	srv := newCleanupServer(t, func(webhookRequest) answer { return success })

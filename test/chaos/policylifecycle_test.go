@@ -63,6 +63,7 @@ func stillHeld(t *testing.T, d time.Duration, why string, objs ...client.Object)
 // nothing may go before its cleanup succeeded. Negative control: deleting
 // the policy alone releases a teardown in progress, as Release says.
 func TestReleaseOnPolicyDeletionIsNotNamespaceDeletion(t *testing.T) {
+	testenv.SkipShort(t)
 	const key = "example.com/ns-release"
 	var succeed atomic.Bool
 	srv := newCleanupServer(t, succeedsOnce(&succeed))
@@ -144,6 +145,7 @@ func TestReleaseOnPolicyDeletionIsNotNamespaceDeletion(t *testing.T) {
 // called for it. Negative control: the same spec on a live policy is
 // refused with Forbidden.
 func TestDeletedPolicyServesOnlyACheckedSpec(t *testing.T) {
+	testenv.SkipShort(t)
 	const key, foreign = "example.com/frozen", "platform.example.com/protect"
 	ns := newNamespace(t)
 	// Success for the Secret: an unchecked spec in force would remove the
@@ -233,6 +235,7 @@ func TestDeletedPolicyServesOnlyACheckedSpec(t *testing.T) {
 // memory. Without that record nothing serves the policy after the restart,
 // and the object stays Terminating for ever.
 func TestServedVersionSurvivesRestart(t *testing.T) {
+	testenv.SkipShort(t)
 	const key, taken = "example.com/served", "example.com/taken"
 	ns := newNamespace(t)
 	var succeed atomic.Bool

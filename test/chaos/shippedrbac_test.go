@@ -104,6 +104,7 @@ func ptrTo[T any](v T) *T { return &v }
 // edit is refused for that policy alone (Forbidden), and another
 // namespace's new policy is served.
 func TestUnlistableKindStallsNoWorker(t *testing.T) {
+	testenv.SkipShort(t) // reads the suite's running manager
 	shippedRBACController(t)
 	ns, other := newNamespace(t), newNamespace(t)
 	srv := newCleanupServer(t, func(webhookRequest) answer { return inProgress })

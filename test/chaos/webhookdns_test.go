@@ -31,6 +31,7 @@ import (
 // A policy calling the receiver by its address, in the same run, reaches it
 // once: the receiver does count calls that are made.
 func TestTenantWebhookStaysInItsNamespace(t *testing.T) {
+	testenv.SkipShort(t)
 	tenant, victim := newNamespace(t), newNamespace(t)
 	srv := newCleanupServer(t, func(webhookRequest) answer { return success })
 	u, err := url.Parse(srv.URL)

@@ -30,6 +30,7 @@ import (
 // it is uninstalled, like any other. Negative control: a ConfigMap the
 // cluster policy selects is attached and cleaned up by it.
 func TestYieldedPolicyKeepsWhatItAttached(t *testing.T) {
+	testenv.SkipShort(t)
 	const key = "example.com/yielded"
 	ns := newNamespace(t)
 	tenantHook := newCleanupServer(t, func(webhookRequest) answer { return success })
@@ -95,6 +96,7 @@ func TestYieldedPolicyKeepsWhatItAttached(t *testing.T) {
 // refuse it: it serves again and finishes the teardown it started, instead
 // of leaving it stranded with no version in force.
 func TestYieldedPolicyServesAgainAfterARestart(t *testing.T) {
+	testenv.SkipShort(t)
 	const key = "example.com/yield-restart"
 	ns := newNamespace(t)
 	var succeed atomic.Bool

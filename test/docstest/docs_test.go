@@ -86,6 +86,7 @@ func blocks(t *testing.T, file, lang string) []string {
 // every policy among them to be Ready. A block that is a status excerpt
 // must decode into the status type without unknown fields.
 func TestYAMLExamples(t *testing.T) {
+	testenv.SkipShort(t)
 	var policies []*unstructured.Unstructured
 	for _, file := range []string{"docs/controller.md", "README.md"} {
 		yamls := blocks(t, file, "yaml")

@@ -226,6 +226,7 @@ func waitGone(t *testing.T, cm *corev1.ConfigMap) {
 // later reconcile that observed it, its bucket; deleting it deletes the bucket while the ConfigMap
 // is still held, then the ConfigMap goes.
 func TestBucketLifecycle(t *testing.T) {
+	testenv.SkipShort(t)
 	f := start(t)
 	cm := bucketConfigMap(t, f.ns, "photos")
 	f.waitForBucket(t, cm)
@@ -271,6 +272,7 @@ func TestBucketLifecycle(t *testing.T) {
 // two deletes; the ConfigMap stays, Terminating with a Retry progress
 // record, until a delete succeeds, and the bucket is deleted exactly once.
 func TestBucketDeleteRetriedUntilAPIRecovers(t *testing.T) {
+	testenv.SkipShort(t)
 	f := start(t)
 	cm := bucketConfigMap(t, f.ns, "logs")
 	f.waitForBucket(t, cm)
@@ -304,6 +306,7 @@ func TestBucketDeleteRetriedUntilAPIRecovers(t *testing.T) {
 // has its bucket deleted and the finalizer removed, so it is never left
 // holding a finalizer nobody will remove.
 func TestLabelRemovedReleasesConfigMap(t *testing.T) {
+	testenv.SkipShort(t)
 	f := start(t)
 	cm := bucketConfigMap(t, f.ns, "scratch")
 	f.waitForBucket(t, cm)
@@ -331,6 +334,7 @@ func TestLabelRemovedReleasesConfigMap(t *testing.T) {
 // TestUnlabelledConfigMapIsIgnored: ConfigMaps without the label get no
 // finalizer and no bucket.
 func TestUnlabelledConfigMapIsIgnored(t *testing.T) {
+	testenv.SkipShort(t)
 	f := start(t)
 	plain := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "plain", Namespace: f.ns}}
 	if err := k8s.Create(t.Context(), plain); err != nil {

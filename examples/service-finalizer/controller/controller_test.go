@@ -141,6 +141,7 @@ func (o *observer) observed() []string {
 // event a DeleteFunc-based controller relies on fired only after all that,
 // once the Service was gone; and that the record was removed exactly once.
 func TestDeletionWaitsForDeregistration(t *testing.T) {
+	testenv.SkipShort(t)
 	ctx := t.Context()
 	ns := newNamespace(t)
 	dns := controller.NewFakeDNS(time.Second)
@@ -196,6 +197,7 @@ func TestDeletionWaitsForDeregistration(t *testing.T) {
 // Service whose manifest does not carry the finalizer gets neither the
 // finalizer nor a DNS record, and its deletion is immediate.
 func TestUndeclaredServiceIsNotGuarded(t *testing.T) {
+	testenv.SkipShort(t)
 	ctx := t.Context()
 	ns := newNamespace(t)
 	dns := controller.NewFakeDNS(0)
@@ -240,6 +242,7 @@ func TestUndeclaredServiceIsNotGuarded(t *testing.T) {
 // itself that the Service goes Terminating, shows a Pending cleanup and then
 // disappears, in that order.
 func TestWalkthrough(t *testing.T) {
+	testenv.SkipShort(t)
 	ns := newNamespace(t)
 	dns := controller.NewFakeDNS(500 * time.Millisecond)
 	startController(t, ns, dns, nil)

@@ -25,6 +25,7 @@ import (
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/internal/diagnose"
+	"github.com/teardown-dev/teardown/internal/diagnose/kube"
 	"github.com/teardown-dev/teardown/internal/guarded"
 	"github.com/teardown-dev/teardown/internal/policy"
 	"github.com/teardown-dev/teardown/internal/steps"
@@ -158,11 +159,11 @@ func (x *Diagnoser) Pass(ctx context.Context) error {
 	}
 	var ex *explainer
 	if session && (len(due) > 0 || len(x.Kinds) > 0) {
-		cluster, err := diagnose.NewCluster(x.Config, x.Mapper)
+		cluster, err := kube.NewForConfig(x.Config, x.Mapper)
 		if err != nil {
 			return fmt.Errorf("building the diagnosis's clients: %w", err)
 		}
-		ex = &explainer{cluster: cluster, mapper: x.Mapper, now: now}
+		ex = &explainer{cluster: cluster, now: now}
 		x.lastSession = now
 	}
 	var kindsDue []kindCandidate
@@ -210,7 +211,7 @@ func (x *Diagnoser) dueIn(k diagKey, now time.Time, age time.Duration) bool {
 }
 
 // diagnoseAll explains the due guarded objects with the pass's session
-// (one diagnose.Cluster), so that every list the engine reads is read once
+// (one kube.Cluster), so that every list the engine reads is read once
 // per pass.
 func (x *Diagnoser) diagnoseAll(ctx context.Context, ex *explainer, due []candidate, now time.Time) {
 	for _, c := range due {

@@ -47,6 +47,7 @@ func (c countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // It bounds what a further object may cost, so that a change that makes
 // the engine read per object what it should read once per pass fails here.
 func TestDiagnosisCost(t *testing.T) {
+	testenv.SkipShort(t)
 	const perNamespace = 10
 	var waits []steps.Wait
 	for range 2 {
@@ -135,6 +136,7 @@ func TestDiagnosisCost(t *testing.T) {
 // per stuck namespace: the engine walks what the namespace still holds,
 // one list per namespaced kind, and explains each object held.
 func TestNamespaceDiagnosisCost(t *testing.T) {
+	testenv.SkipShort(t)
 	const namespaces = 3
 	var waits []steps.Wait
 	for range namespaces {

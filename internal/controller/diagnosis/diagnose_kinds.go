@@ -12,10 +12,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/pager"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/teardown-dev/teardown/internal/policy"
@@ -64,25 +62,22 @@ func (x *Diagnoser) terminatingOfKinds(ctx context.Context, ex *explainer, guard
 		if err != nil {
 			continue
 		}
-		p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			return ex.cluster.Metadata().Resource(gvr).List(ctx, opts)
-		})
-		p.PageSize = 500
-		err = p.EachListItem(ctx, metav1.ListOptions{}, func(o runtime.Object) error {
-			obj, ok := o.(*metav1.PartialObjectMetadata)
-			if !ok || obj.DeletionTimestamp == nil || guarded[obj.UID] {
-				return nil
+		// One paged metadata list per kind and pass, through the session.
+		items, err := ex.cluster.MetaOf(ctx, gvr)
+		for i := range items {
+			obj := &items[i]
+			if obj.DeletionTimestamp == nil || guarded[obj.UID] {
+				continue
 			}
 			dk := diagKey{"", obj.UID}
 			seen[dk] = true
 			if now.Sub(obj.DeletionTimestamp.Time) < x.After || !x.dueIn(dk, now, x.Every/2) {
-				return nil
+				continue
 			}
 			obj = obj.DeepCopy()
 			obj.SetGroupVersionKind(gvk)
 			out = append(out, kindCandidate{gvk: gvk, obj: obj})
-			return nil
-		})
+		}
 		if err != nil {
 			log.Info("Cannot list a kind of --diagnose-kinds; grant the controller list on it (config/rbac/diagnose_role.yaml)", "resource", gr.String(), "err", err.Error())
 		}

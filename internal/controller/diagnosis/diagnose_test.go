@@ -9,17 +9,18 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/testenv"
 )
 
 // TestTenantView: a TeardownPolicy's diagnosis names nothing outside its
 // namespace: a blocker elsewhere, cluster-scoped, or whose finalizer's
 // owner runs elsewhere becomes OutsideNamespace without any of its text.
 func TestTenantView(t *testing.T) {
+	testenv.SkipShort(t)
 	cm := func(ns string) *teardownv1alpha1.ObjectReference {
 		return &teardownv1alpha1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: ns, Name: "held"}
 	}
@@ -63,43 +64,6 @@ func TestTenantView(t *testing.T) {
 			got := tenantView(tc.in, "shop", gvk, target)
 			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(diagnosis{})); diff != "" {
 				t.Errorf("tenantView (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
-// TestPodWaiting: a pod that cannot start is named with why; one that is
-// starting or running is not.
-func TestPodWaiting(t *testing.T) {
-	pod := func(status corev1.PodStatus) *corev1.Pod {
-		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "drain", Namespace: "ops"}, Status: status}
-	}
-	waiting := func(reason, msg string) corev1.PodStatus {
-		return corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "main",
-			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: msg}}}}}
-	}
-	cases := map[string]struct {
-		pod     *corev1.Pod
-		want    string
-		wantHit bool
-	}{
-		"image pull": {pod: pod(waiting("ImagePullBackOff", "Back-off pulling image \"nope\"")), wantHit: true,
-			want: "Pod ops/drain: container main waiting: ImagePullBackOff: Back-off pulling image \"nope\""},
-		"unschedulable": {pod: pod(corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
-			Reason: corev1.PodReasonUnschedulable, Message: "0/3 nodes are available"}}}), wantHit: true,
-			want: "Pod ops/drain is unschedulable: 0/3 nodes are available"},
-		"starting":  {pod: pod(waiting("ContainerCreating", ""))},
-		"running":   {pod: pod(corev1.PodStatus{Phase: corev1.PodRunning})},
-		"no status": {pod: pod(corev1.PodStatus{})},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			d, ok := podWaiting(tc.pod)
-			if ok != tc.wantHit || d.message != tc.want {
-				t.Errorf("podWaiting = %q, %t; want %q, %t", d.message, ok, tc.want, tc.wantHit)
-			}
-			if ok && (d.cause != CausePodWaiting || d.blocker == nil || d.blocker.Name != "drain") {
-				t.Errorf("podWaiting = %+v, want cause %s and the pod as blocker", d, CausePodWaiting)
 			}
 		})
 	}

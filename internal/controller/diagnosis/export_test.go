@@ -15,21 +15,21 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 
-	"github.com/teardown-dev/teardown/internal/diagnose"
+	"github.com/teardown-dev/teardown/internal/diagnose/kube"
 	"github.com/teardown-dev/teardown/internal/policy"
 	"github.com/teardown-dev/teardown/internal/steps"
 )
 
 // DiagnoseWaits runs what one diagnosis pass runs for its due objects: one
-// engine session (diagnose.Cluster) shared by every wait, each diagnosed
+// engine session (kube.Cluster) shared by every wait, each diagnosed
 // for a target that carries only key. It returns "cause: message" per
 // wait; each is called after each wait with how long it took.
 func DiagnoseWaits(ctx context.Context, cfg *rest.Config, mapper meta.RESTMapper, pol *policy.Policy, key string, waits []steps.Wait, each func(i int, took time.Duration)) ([]string, error) {
-	cluster, err := diagnose.NewCluster(cfg, mapper)
+	cluster, err := kube.NewForConfig(cfg, mapper)
 	if err != nil {
 		return nil, err
 	}
-	x := &explainer{cluster: cluster, mapper: mapper, now: time.Now()}
+	x := &explainer{cluster: cluster, now: time.Now()}
 	target := &metav1.ObjectMeta{Name: "target", Namespace: "default", Finalizers: []string{key}}
 	gvk := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
 	var out []string

@@ -30,6 +30,7 @@ import (
 // objects, per namespace and across all of them, an error before the cache
 // has started, and a stop when the callback says so.
 func TestEachCachedWalksWhatListReturns(t *testing.T) {
+	testenv.SkipShort(t)
 	ctx := t.Context()
 	mine, other := testenv.NewNamespace(t, admin), testenv.NewNamespace(t, admin)
 	for ns, n := range map[string]int{mine: 3, other: 2} {

@@ -64,6 +64,7 @@ func TestMain(m *testing.M) {
 // a policy on a kind it was granted works end to end, and one on a kind it
 // was not granted says so in its Ready condition instead of failing quietly.
 func TestShippedRBACIsEnough(t *testing.T) {
+	testenv.SkipShort(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	opts := controller.ManagerOptions{Controller: controller.DefaultOptions()}
