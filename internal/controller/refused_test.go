@@ -109,6 +109,7 @@ func metricSum(t *testing.T, metric string, want map[string]string) float64 {
 // the held one's refused progress record was logged at the default level
 // only.
 func TestRefusedObjectsAreSaid(t *testing.T) {
+	testenv.SkipShort(t)
 	ns := testenv.NewNamespace(t, k8s)
 	var finish atomic.Bool
 	srv := newCleanupServer(t, func(_ int, _ steps.WebhookRequest, w http.ResponseWriter) {

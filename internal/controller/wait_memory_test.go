@@ -70,6 +70,7 @@ func waitPolicy(ns, condition string) *teardownv1alpha1.TeardownPolicy {
 // step still decides on what it reads, as the targets go once the label
 // says so. On the code before issue 27 (9ab3dd1) the heap grew by 1,327 MiB.
 func TestWaitStepMemoryIsBounded(t *testing.T) {
+	testenv.SkipShort(t)
 	ns := testenv.NewNamespace(t, k8s)
 	big := makeBigConfigMaps(t, ns)
 	pol := waitPolicy(ns, "objects.all(o, 'done' in o.metadata.labels)")
@@ -191,6 +192,7 @@ func progressSays(obj *corev1.ConfigMap, text string) func(context.Context) (boo
 // 21 MiB of ConfigMaps is past what a step may keep (4 MiB): the target
 // stays, and its progress says why and what to change.
 func TestWaitStepOverItsBoundSaysSo(t *testing.T) {
+	testenv.SkipShort(t)
 	ns := testenv.NewNamespace(t, k8s)
 	makeBigConfigMaps(t, ns)
 	pol := waitPolicy(ns, "objects.all(o, size(o.data) == 0)")

@@ -25,6 +25,7 @@ import (
 // policies, or the status the controller writes. Without them (the negative
 // control, checked first), edit grants no TeardownPolicy at all.
 func TestAggregatedRolesHandTeamsTheirPolicies(t *testing.T) {
+	testenv.SkipShort(t)
 	ns, other := newNamespace(t), newNamespace(t)
 	for user, role := range map[string]string{"team-viewer": "view", "team-editor": "edit", "team-admin": "admin"} {
 		_, err := admin.RbacV1().RoleBindings(ns).Create(t.Context(), &rbacv1.RoleBinding{

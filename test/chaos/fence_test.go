@@ -113,6 +113,7 @@ func backwards(seen []stepRecord) []string {
 // Negative control (no pause): the same edit with the leader running is
 // served by it, and the object goes once v2 succeeded.
 func TestResumedLeaderIsFenced(t *testing.T) {
+	testenv.SkipShort(t)
 	for _, pause := range []bool{true, false} {
 		name := "paused past its lease"
 		if !pause {

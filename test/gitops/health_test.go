@@ -166,6 +166,7 @@ func forever() teardownv1alpha1.Step {
 // in progress forever; an edit not yet judged is not Current; a deleted
 // policy finishing its teardowns is Terminating and Progressing.
 func TestPolicyHealth(t *testing.T) {
+	testenv.SkipShort(t)
 	ctx := t.Context()
 	policy := func(name string, targets []teardownv1alpha1.Target, key string) *teardownv1alpha1.ClusterTeardownPolicy {
 		p := &teardownv1alpha1.ClusterTeardownPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: teardownv1alpha1.TeardownPolicySpec{
