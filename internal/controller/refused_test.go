@@ -167,7 +167,7 @@ func TestRefusedObjectsAreSaid(t *testing.T) {
 	if note := waitForEvent(t, ns, full.Name, finalizer.ReasonAttachRefused); !strings.Contains(note, "will not wait") {
 		t.Errorf("AttachRefused Event = %q, want it to say a deletion will not wait", note)
 	}
-	if v := metricSum(t, "teardown_policy_refused", map[string]string{"kind": "TeardownPolicy", "namespace": ns, "name": pol.Name}); v != 1 {
+	if v := metricSum(t, "teardown_policy_refused", map[string]string{"kind": "TeardownPolicy", "policy_namespace": ns, "name": pol.Name}); v != 1 {
 		t.Errorf("teardown_policy_refused = %v, want 1", v)
 	}
 	if v := metricSum(t, "teardown_finalizer_writes_refused_total", map[string]string{"finalizer": key, "write": finalizer.WriteAttach}); v < 1 {

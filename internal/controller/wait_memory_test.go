@@ -79,8 +79,11 @@ func TestWaitStepMemoryIsBounded(t *testing.T) {
 	targets, grew := peakWhileWaiting(t, ns, 32, "waiting until")
 	t.Logf("heap in use grew by %d MiB at most while %d targets waited on %d objects of %d KiB (%d MiB in all)",
 		grew>>20, len(targets), bigObjects, bigObjectSize>>10, bigObjects*bigObjectSize>>20)
-	if limit := int64(bigObjects*bigObjectSize) * 2; grew > limit {
-		t.Errorf("the heap grew by %d MiB while the targets waited, over %d MiB (twice the objects read once)", grew>>20, limit>>20)
+	// Four times the objects read once: the heap in use of this process also
+	// holds what the suite's other tests left to collect (55 MiB seen here
+	// under load); the unbounded read grew it by 1,327 MiB.
+	if limit := int64(bigObjects*bigObjectSize) * 4; grew > limit {
+		t.Errorf("the heap grew by %d MiB while the targets waited, over %d MiB (four times the objects read once)", grew>>20, limit>>20)
 	}
 
 	// The control: the condition is decided on what was read.
