@@ -56,7 +56,7 @@ func TestActorPlaces(t *testing.T) {
 			thread: "https://github.com/qvest-digital/mxl-k8s/issues/193",
 			doc:    `{apiVersion: mxl.qvest-digital.com/v1alpha1, kind: MxlFlowMirror, metadata: {name: m, namespace: media, finalizers: [gateway.mxl.qvest-digital.com/source-side]}, spec: {source: {nodeName: edge-3, flow: f1}}}`,
 			world: World{NodesListed: true,
-				Nodes: nodes(`{metadata: {name: edge-3}, status: {conditions: [{type: Ready, status: "True"}]}}`),
+				Nodes:      nodes(`{metadata: {name: edge-3}, status: {conditions: [{type: Ready, status: "True"}]}}`),
 				NodeLeases: []*coordinationv1.Lease{typed[coordinationv1.Lease](t, `{metadata: {name: edge-3, namespace: kube-node-lease}, spec: {renewTime: "`+now.Add(-40*time.Minute).Format("2006-01-02T15:04:05.000000Z07:00")+`"}}`)},
 			},
 			want: []string{"Node edge-3 (spec.source.nodeName): HeartbeatStale, Ready=True but its Lease was last renewed 40m ago"},
@@ -64,8 +64,8 @@ func TestActorPlaces(t *testing.T) {
 		"a VirtualMachineInstance whose virt-handler's node was power-cycled": {
 			thread: "https://github.com/kubernetes/kubernetes/issues/122960",
 			doc:    `{apiVersion: kubevirt.io/v1, kind: VirtualMachineInstance, metadata: {name: centos, namespace: vms, labels: {kubevirt.io/nodeName: worker-2}, finalizers: [kubevirt.io/virtualMachineControllerFinalize]}, status: {nodeName: worker-2}}`,
-			world: World{NodesListed: true, Nodes: nodes(`{metadata: {name: worker-2}, status: {conditions: [{type: Ready, status: Unknown, reason: NodeStatusUnknown, message: "Kubelet stopped posting node status.", lastTransitionTime: "` + ago(25*time.Minute) + `"}]}}`)},
-			want:  []string{"Node worker-2 (status.nodeName): NotReady, Ready=Unknown (NodeStatusUnknown: Kubelet stopped posting node status.) for 25m"},
+			world:  World{NodesListed: true, Nodes: nodes(`{metadata: {name: worker-2}, status: {conditions: [{type: Ready, status: Unknown, reason: NodeStatusUnknown, message: "Kubelet stopped posting node status.", lastTransitionTime: "` + ago(25*time.Minute) + `"}]}}`)},
+			want:   []string{"Node worker-2 (status.nodeName): NotReady, Ready=Unknown (NodeStatusUnknown: Kubelet stopped posting node status.) for 25m"},
 		},
 		"a node that is gone; a zone with no Ready node left": {
 			doc:   `{apiVersion: example.io/v1, kind: Agent, metadata: {name: a, labels: {topology.kubernetes.io/zone: eu-1c}}, spec: {nodeName: old-node}}`,

@@ -121,7 +121,9 @@ func TestReferrersBounded(t *testing.T) {
 }
 
 func TestPlausibleKinds(t *testing.T) {
-	gvk := func(g, k string) schema.GroupVersionKind { return schema.GroupVersionKind{Group: g, Version: "v1", Kind: k} }
+	gvk := func(g, k string) schema.GroupVersionKind {
+		return schema.GroupVersionKind{Group: g, Version: "v1", Kind: k}
+	}
 	served := []schema.GroupVersionKind{
 		gvk("", "Pod"), gvk("", "PersistentVolumeClaim"), gvk("", "ConfigMap"),
 		gvk("gateway.networking.k8s.io", "GatewayClass"), gvk("gateway.networking.k8s.io", "Gateway"), gvk("gateway.networking.k8s.io", "HTTPRoute"),

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -191,7 +191,9 @@ func (mt *Match) score(folded string) {
 	mt.Why = append(append(append(mt.Why, binary...), image...), loose...)
 }
 
-func (mt Match) strong() bool { return mt.Score >= scoreImage && len(mt.Why) > 0 && !strings.HasPrefix(mt.Why[0], "its ") }
+func (mt Match) strong() bool {
+	return mt.Score >= scoreImage && len(mt.Why) > 0 && !strings.HasPrefix(mt.Why[0], "its ")
+}
 
 func (mt Match) hasRights() bool {
 	for _, w := range mt.Why {
