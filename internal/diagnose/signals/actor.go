@@ -296,7 +296,7 @@ func (w World) since(t time.Time) string {
 	return " for " + Age(w.Now.Sub(t))
 }
 
-// Age is a duration as people say it: "45s", "12m", "3h", "2d".
+// Age is a duration as people say it: "45s", "12m", "1h30m", "2d".
 func Age(d time.Duration) string {
 	switch {
 	case d < time.Minute:
@@ -304,6 +304,9 @@ func Age(d time.Duration) string {
 	case d < time.Hour:
 		return fmt.Sprintf("%dm", int(d.Minutes()))
 	case d < 48*time.Hour:
+		if m := int(d.Minutes()) % 60; m != 0 {
+			return fmt.Sprintf("%dh%dm", int(d.Hours()), m)
+		}
 		return fmt.Sprintf("%dh", int(d.Hours()))
 	}
 	return fmt.Sprintf("%dd", int(d.Hours()/24))
