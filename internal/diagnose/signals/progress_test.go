@@ -36,11 +36,11 @@ func TestProgress(t *testing.T) {
 		against     []string
 	}{
 		"progressing: a drain whose last pod is inside its grace period, on a Ready node": {
-			thread: "https://github.com/openshift/machine-api-operator/pull/780",
-			object: `{apiVersion: machine.openshift.io/v1beta1, kind: Machine, metadata: {name: m, namespace: openshift-machine-api, deletionTimestamp: "` + ago(3*time.Minute) + `"}}`,
-			events: []corev1.Event{warning("DrainRequeued", "Drain not completed yet, requeuing in 20s", 2, 2*time.Minute, 20*time.Second)},
-			pods:   []*corev1.Pod{pod(`{metadata: {name: db-0, namespace: shop, deletionTimestamp: "` + in(7*time.Minute) + `"}, spec: {nodeName: worker-1}}`)},
-			nodes:  []string{readyNode},
+			thread:      "https://github.com/openshift/machine-api-operator/pull/780",
+			object:      `{apiVersion: machine.openshift.io/v1beta1, kind: Machine, metadata: {name: m, namespace: openshift-machine-api, deletionTimestamp: "` + ago(3*time.Minute) + `"}}`,
+			events:      []corev1.Event{warning("DrainRequeued", "Drain not completed yet, requeuing in 20s", 2, 2*time.Minute, 20*time.Second)},
+			pods:        []*corev1.Pod{pod(`{metadata: {name: db-0, namespace: shop, deletionTimestamp: "` + in(7*time.Minute) + `"}, spec: {nodeName: worker-1}}`)},
+			nodes:       []string{readyNode},
 			progressing: true,
 			for_: []string{
 				"BoundedWait: Pod shop/db-0 is inside its grace period until 2026-11-28T12:07:00Z (7m from now)",
