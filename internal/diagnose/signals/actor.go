@@ -106,14 +106,24 @@ func ActorPlaces(obj *unstructured.Unstructured, w World) []PlaceVerdict {
 // Places finds the nodes, member clusters and zones obj names: fields
 // named after a node (nodeName, node, targetNode; not a pod's hostname),
 // labels and annotations keyed so (kubernetes.io/hostname, ...node-name),
-// fields and labels naming a cluster, the namespace when it is named after
-// a known cluster ("itdove2", "karmada-es-member1"), zone labels. Each place
-// once, first source kept.
+// fields and labels naming one of clusters (the member clusters), the
+// namespace when it is named after one of them ("itdove2",
+// "karmada-es-member1"), zone labels. Each place once, first source kept.
 func Places(obj *unstructured.Unstructured, clusters []*unstructured.Unstructured) []Place {
 	var out []Place
 	seen := map[string]bool{}
+	known := map[string]bool{}
+	for _, c := range clusters {
+		known[c.GetName()] = true
+	}
 	add := func(k PlaceKind, name, via string) {
 		if name == "" || seen[string(k)+"/"+name] {
+			return
+		}
+		if k == PlaceCluster && !known[name] {
+			// "cluster" is a common word for many kinds' own things (a
+			// database cluster, a workload cluster's description): only a
+			// member cluster that exists is a place.
 			return
 		}
 		seen[string(k)+"/"+name] = true
@@ -280,7 +290,9 @@ func (w World) judgeZone(p Place) PlaceVerdict {
 	}
 	switch {
 	case total == 0:
-		v.State, v.Evidence = StateMissing, "no Node in this zone"
+		// A zone without Nodes may be a managed service's: its remover
+		// can run elsewhere.
+		v.State, v.Evidence = StateUnknown, "no Node in this zone"
 	case ready == 0:
 		v.State, v.Evidence = StateNotReady, fmt.Sprintf("none of its %d Nodes is Ready", total)
 	default:

@@ -81,6 +81,12 @@ func TestActorPlaces(t *testing.T) {
 			world:  World{ClustersListed: true, Clusters: objs(t, `{apiVersion: cluster.karmada.io/v1alpha1, kind: Cluster, metadata: {name: member2}, status: {conditions: [{type: Ready, status: "True", lastHeartbeatTime: "`+ago(time.Minute)+`"}]}}`)},
 			want:   []string{"Cluster member2 (namespace karmada-es-member2): Healthy, Cluster Ready=True"},
 		},
+		"a database's cluster field names no member cluster": {
+			thread: "https://github.com/karmada-io/karmada/issues/3740",
+			doc:    `{apiVersion: postgresql.cnpg.io/v1, kind: ScheduledBackup, metadata: {name: b, namespace: db}, spec: {clusterName: pg, cluster: {name: pg}}}`,
+			world:  World{ClustersListed: true, Clusters: objs(t, `{apiVersion: cluster.karmada.io/v1alpha1, kind: Cluster, metadata: {name: member1}}`)},
+			want:   nil,
+		},
 		"not read: Nodes were not listed, a pod's hostname is no node": {
 			doc:   `{apiVersion: v1, kind: Pod, metadata: {name: p, namespace: d}, spec: {nodeName: n9, hostname: box}}`,
 			world: World{},
