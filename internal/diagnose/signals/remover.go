@@ -95,10 +95,20 @@ const (
 )
 
 // genericManagers are field managers that name a client library or a
-// tool, not a controller: they match nothing.
+// tool, not a controller (compared folded).
 var genericManagers = map[string]bool{
-	"gohttpclient": true, "kubectl": true, "kubectlclientsideapply": true, "kubectledit": true,
-	"kubectlpatch": true, "kubectlannotate": true, "kubectllabel": true, "beforefirstapply": true, "unknown": true,
+	"kubectl": true, "kubectlclientsideapply": true, "kubectledit": true, "kubectlpatch": true, "kubectlcreate": true,
+	"kubectlreplace": true, "kubectllabel": true, "kubectlannotate": true, "kubectlset": true, "kubectlteardown": true,
+	"beforefirstapply": true, "gohttpclient": true, "unknown": true, "k9s": true, "mozilla": true, "lens": true, "curl": true, "helm": true,
+}
+
+// GenericManager says whether a field manager names a client (kubectl, a
+// browser, curl, a Go test binary, client-go's default) rather than a
+// controller: it identifies no remover.
+func GenericManager(m string) bool {
+	low := strings.ToLower(m)
+	return genericManagers[lower(m)] || strings.HasPrefix(low, "kubectl-") || strings.HasPrefix(low, "mozilla/") ||
+		strings.HasPrefix(low, "curl/") || strings.HasSuffix(low, ".test")
 }
 
 // MatchRemover scores workloads as the remover of a finalizer written by
@@ -107,7 +117,7 @@ var genericManagers = map[string]bool{
 // patch the group when that is known. may may be nil.
 func MatchRemover(manager, group string, workloads []Workload, may Rights) []Match {
 	m := lower(manager)
-	if m == "" || genericManagers[m] || strings.HasPrefix(m, "kubectl") {
+	if m == "" || GenericManager(manager) {
 		return nil
 	}
 	var out []Match
