@@ -24,6 +24,7 @@ var layers = [][]string{
 	{"internal/controller/teardownpolicy", "internal/controller/diagnosis", "internal/guarded", "internal/admit"},
 	{
 		"internal/steps", "internal/policy", "internal/waits", "internal/inuse", "internal/diagnose", "internal/diagnose/kube",
+		"internal/diagnose/signals",
 		"internal/plugin", "internal/uninstall", "internal/installcheck", "internal/controller/cachetransform",
 		"internal/queuekey", "internal/cleantext", "internal/version", "internal/lease", "internal/fairqueue",
 	},
