@@ -166,3 +166,48 @@ func TestWebhookRetriedUntilSuccess(t *testing.T) {
 		t.Errorf("called again %s after a 429 with Retry-After: 2", afterThrottle)
 	}
 }
+
+// TestFailingReceiverIsBackedOff: a receiver that fails every call at once
+// is called again with backoff (from 5 ms, doubling, docs/controller.md),
+// not as fast as the controller can go: webhook calls run off the workers,
+// and the run that starts a call succeeds, which reset the work queue's
+// backoff, so such a receiver was called (and its object patched, and an
+// Event written) tens of times a second, for as long as the object stayed,
+// by every tenant who wanted to.
+func TestFailingReceiverIsBackedOff(t *testing.T) {
+	testenv.SkipShort(t)
+	ns := testenv.NewNamespace(t, k8s)
+	srv := newCleanupServer(t, func(_ int, _ steps.WebhookRequest, w http.ResponseWriter) {
+		answerJSON(w, http.StatusInternalServerError, steps.WebhookResponse{Status: steps.WebhookFailure, Message: "database unavailable"})
+	})
+	pol := &teardownv1alpha1.TeardownPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "failing", Namespace: ns},
+		Spec: teardownv1alpha1.TeardownPolicySpec{
+			Targets: []teardownv1alpha1.Target{{APIVersion: "v1", Kind: "ConfigMap", Selector: selector("external", "record")}},
+			Steps:   []teardownv1alpha1.Step{srv.webhookStep("remove-record")},
+		},
+	}
+	create(t, pol)
+	mustBeReady(t, pol)
+	key := ns + ".teardown.dev/failing"
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "bucket", Namespace: ns, Labels: map[string]string{"external": "record"}}}
+	create(t, cm)
+	testenv.Eventually(t, 20*time.Second, "the derived finalizer "+key, hasFinalizer(cm, key))
+	del(t, cm)
+	testenv.Eventually(t, 20*time.Second, "the first call", func(context.Context) (bool, error) { return len(srv.calls()) >= 1, nil })
+	const window = 6 * time.Second
+	time.Sleep(window)
+	// 5 ms doubling: ten calls within the first 5.1 s, the eleventh at
+	// 10.2 s. Without the backoff: hundreds.
+	if n := len(srv.calls()); n < 4 || n > 14 {
+		t.Errorf("the failing receiver was called %d times in %s after its first call, want 4 to 14 (backoff from 5 ms, doubling)", n, window)
+	}
+	got := &corev1.ConfigMap{}
+	if err := k8s.Get(t.Context(), client.ObjectKeyFromObject(cm), got); err != nil {
+		t.Fatalf("the object went while its cleanup failed: %v", err)
+	}
+	testenv.Eventually(t, 10*time.Second, "the failure said in the policy's status", func(ctx context.Context) (bool, error) {
+		status, _, err := statusOf(ctx, pol)
+		return err == nil && len(status.RecentFailures) == 1 && strings.Contains(status.RecentFailures[0].Message, "database unavailable"), err
+	})
+}

@@ -40,6 +40,7 @@ import (
 	"github.com/teardown-dev/teardown/internal/cleantext"
 	"github.com/teardown-dev/teardown/internal/policy"
 	"github.com/teardown-dev/teardown/internal/queuekey"
+	"github.com/teardown-dev/teardown/internal/steps"
 	"github.com/teardown-dev/teardown/pkg/finalizer"
 )
 
@@ -49,10 +50,6 @@ const (
 	CauseRetired       = "retired"
 	CausePolicyDeleted = "policy-deleted"
 )
-
-// maxBackoff caps the per-object backoff of a failing cleanup, so that a
-// cleanup that failed for a while is retried promptly once it can succeed.
-const maxBackoff = 30 * time.Second
 
 // Reconciler runs every serving policy's finalizers on a target object.
 //
@@ -114,7 +111,7 @@ func (r *Reconciler) newQueue(mgr manager.Manager, name string, workers int) (*q
 		// Per-object exponential backoff, capped. Not the default's overall
 		// 10/s bucket as well: after an outage every waiting cleanup must be
 		// retried at once, not ten a second.
-		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[queuekey.Request](5*time.Millisecond, maxBackoff),
+		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[queuekey.Request](steps.RetryBase, steps.RetryMax),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the %s controller: %w", name, err)

@@ -245,7 +245,7 @@ func (r *Runner) Run(ctx context.Context, pol *policy.Policy, key string, t Obje
 				return fenced(err)
 			}
 			r.Waiting.set(key, t.Obj.GetUID(), Wait{Policy: pol.Ref, Step: step.Name, Action: stepErr.Action, Failure: stepErr.Error()})
-			return finalizer.Retry(stepErr)
+			return retry(stepErr, out.after)
 		}
 		switch step.OnFailure {
 		case teardownv1alpha1.FailureContinue:
@@ -264,7 +264,7 @@ func (r *Runner) Run(ctx context.Context, pol *policy.Policy, key string, t Obje
 				return fenced(err)
 			}
 			r.Waiting.set(key, t.Obj.GetUID(), Wait{Policy: pol.Ref, Step: step.Name, Action: stepErr.Action, Failure: stepErr.Error()})
-			return finalizer.Retry(stepErr)
+			return retry(stepErr, out.after)
 		}
 	}
 	r.Waiting.forget(key, t.Obj.GetUID())
@@ -303,6 +303,15 @@ func (r *Runner) claim(ctx context.Context, pol *policy.Policy, key string, t Ob
 		return fenced(err), true
 	}
 	return finalizer.Result{}, false
+}
+
+// retry is the answer of a failed step: with the step's own time to try
+// again (a webhook call's backoff, webhook_calls.go), or the work queue's.
+func retry(err *StepError, after time.Duration) finalizer.Result {
+	if after > 0 {
+		return finalizer.RetryAfter(err, after)
+	}
+	return finalizer.Retry(err)
 }
 
 // fenced is the answer of a cleanup whose record write was refused. A

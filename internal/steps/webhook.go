@@ -101,6 +101,9 @@ func (r *Runner) webhook(ctx context.Context, pol *policy.Policy, key string, st
 	case callInFlight:
 		return awaiting("waiting for the webhook's answer")
 	}
+	if out, held := r.Calls.heldBack(k); held {
+		return out
+	}
 	return r.callWebhook(ctx, pol, key, step, t, func(timeout time.Duration, do func(context.Context) outcome) outcome {
 		target := queuekey.For(t.GVK, client.ObjectKeyFromObject(t.Obj))
 		if started, n := r.Calls.start(k, tenantOf(pol), target, timeout, do); !started {

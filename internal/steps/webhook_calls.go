@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 
 	"github.com/teardown-dev/teardown/internal/policy"
 	"github.com/teardown-dev/teardown/internal/queuekey"
@@ -26,6 +27,15 @@ const DefaultWebhookCallsPerTenant = 8
 // answerKept is how long an answer nobody collected is kept: its cleanup
 // ended otherwise (deadline, release, the object went) or moved on.
 const answerKept = 10 * time.Minute
+
+// RetryBase and RetryMax are how a failing cleanup is retried, per object:
+// from RetryBase, doubling, at most RetryMax (docs/controller.md). The
+// guarded objects' work queue backs off so; a webhook call, which fails
+// outside the worker, is held back so by WebhookCalls.
+const (
+	RetryBase = 5 * time.Millisecond
+	RetryMax  = 30 * time.Second
+)
 
 // slotRecheck is how soon a tenant's queue of cleanups waiting for a call
 // slot is looked at again after a wake that may not have taken the slot (the
@@ -41,6 +51,12 @@ const slotRecheck = 5 * time.Second
 // Each tenant has at most Limit calls in flight; a cleanup that finds its
 // tenant's slots taken waits, first come first served within the tenant,
 // and is woken when a slot frees.
+//
+// A call that failed is not made again before its backoff (RetryBase,
+// doubling per failure in a row, at most RetryMax) has passed: the work
+// queue's own backoff cannot do it, because the run that starts a call
+// succeeds and resets it, so a receiver that refuses at once would be
+// called, and its object patched, as fast as the worker can go.
 type WebhookCalls struct {
 	// Limit is the calls in flight per tenant (DefaultWebhookCallsPerTenant
 	// when 0).
@@ -60,6 +76,16 @@ type WebhookCalls struct {
 	waiting   map[string][]queuekey.Request
 	rechecks  map[string]bool
 	lastSweep time.Time
+	// failing holds the last failed answer of each call that failed, and
+	// when it may be made again; backoff counts its failures in a row.
+	failing map[callKey]heldCall
+	backoff workqueue.TypedRateLimiter[callKey]
+}
+
+// heldCall is a failed call's answer and when it may be made again.
+type heldCall struct {
+	out   outcome
+	until time.Time
 }
 
 // callKey names one call: one step of one policy version for one object
@@ -126,7 +152,29 @@ func (c *WebhookCalls) collect(k callKey) (outcome, callState) {
 		return outcome{}, callInFlight
 	}
 	delete(c.calls, k)
-	return cl.out, callAnswered
+	return c.heldOut(k, cl.out), callAnswered
+}
+
+// heldBack is the last failed answer of call k, to be returned again
+// without a call while its backoff runs, or false once the call may be
+// made.
+func (c *WebhookCalls) heldBack(k callKey) (outcome, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h, ok := c.failing[k]
+	if !ok || !c.now().Before(h.until) {
+		return outcome{}, false
+	}
+	return c.heldOut(k, h.out), true
+}
+
+// heldOut is out, a failed answer of call k, with the time left before
+// the call is made again. Called with mu held.
+func (c *WebhookCalls) heldOut(k callKey, out outcome) outcome {
+	if h, ok := c.failing[k]; ok && out.err != nil {
+		out.after = max(h.until.Sub(c.now()), time.Millisecond)
+	}
+	return out
 }
 
 // start starts call k of tenant for target with do, unless the tenant has
@@ -137,6 +185,7 @@ func (c *WebhookCalls) start(k callKey, tenant string, target queuekey.Request, 
 	defer c.mu.Unlock()
 	if c.calls == nil {
 		c.calls, c.inFlight, c.waiting, c.rechecks = map[callKey]*call{}, map[string]int{}, map[string][]queuekey.Request{}, map[string]bool{}
+		c.failing, c.backoff = map[callKey]heldCall{}, workqueue.NewTypedItemExponentialFailureRateLimiter[callKey](RetryBase, RetryMax)
 	}
 	c.sweep()
 	if _, ok := c.calls[k]; ok {
@@ -172,6 +221,12 @@ func (c *WebhookCalls) finish(k callKey, tenant string, target queuekey.Request,
 	c.mu.Lock()
 	if cl, ok := c.calls[k]; ok {
 		cl.answered, cl.out, cl.at = true, out, c.now()
+	}
+	if out.err != nil {
+		c.failing[k] = heldCall{out: out, until: c.now().Add(c.backoff.When(k))}
+	} else {
+		delete(c.failing, k)
+		c.backoff.Forget(k)
 	}
 	c.inFlight[tenant]--
 	if c.inFlight[tenant] <= 0 {
@@ -229,6 +284,12 @@ func (c *WebhookCalls) sweep() {
 	for k, cl := range c.calls {
 		if cl.answered && now.Sub(cl.at) > answerKept {
 			delete(c.calls, k)
+		}
+	}
+	for k, h := range c.failing {
+		if now.Sub(h.until) > answerKept {
+			delete(c.failing, k)
+			c.backoff.Forget(k)
 		}
 	}
 }

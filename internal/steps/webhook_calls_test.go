@@ -7,6 +7,7 @@ package steps
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -146,5 +147,57 @@ func TestWebhookCallsRecheckAfterAWakeNobodyTook(t *testing.T) {
 	defer f.mu.Unlock()
 	if diff := cmp.Diff([]string{"a/1", "a/2", "a/3"}, f.woken); diff != "" {
 		t.Errorf("woken (-want +got):\n%s", diff)
+	}
+}
+
+// TestWebhookCallsHoldAFailedCallBack: a failed call is not made again
+// before its backoff (RetryBase, doubling per failure in a row); a success
+// forgets the failures. Before, the run that started the next call
+// succeeded and reset the work queue's backoff, so a receiver that refused
+// at once was called (and its object patched) as fast as a worker could go.
+func TestWebhookCallsHoldAFailedCallBack(t *testing.T) {
+	now := time.Unix(1e9, 0)
+	f := newFakeCalls(8)
+	f.Now = func() time.Time { return now }
+	k := callKey{object: "a/1", key: "k", step: "s"}
+	refused := transient(errors.New("connection refused"))
+	for i, backoff := range []time.Duration{RetryBase, 2 * RetryBase, 4 * RetryBase} {
+		if _, held := f.heldBack(k); held {
+			t.Fatalf("call %d held back before it failed again", i+1)
+		}
+		if !f.start("a", "1") {
+			t.Fatalf("call %d did not start", i+1)
+		}
+		f.answer(t, "a", "1", refused)
+		out, state := f.collect(k)
+		if state != callAnswered || out.err == nil || out.after != backoff {
+			t.Fatalf("call %d: %v, err %v, again after %s; want answered, failed, again after %s", i+1, state, out.err, out.after, backoff)
+		}
+		out, held := f.heldBack(k)
+		if !held || out.err == nil || out.after != backoff {
+			t.Fatalf("right after failure %d: held %v, err %v, after %s; want the failure held back for %s", i+1, held, out.err, out.after, backoff)
+		}
+		now = now.Add(backoff / 2)
+		if out, held := f.heldBack(k); !held || out.after != backoff/2 {
+			t.Fatalf("half-way through backoff %d: held %v, after %s; want held for %s more", i+1, held, out.after, backoff/2)
+		}
+		now = now.Add(backoff / 2)
+	}
+	// A success forgets the failures in a row: the next failure waits
+	// RetryBase again.
+	if !f.start("a", "1") {
+		t.Fatal("the fourth call did not start")
+	}
+	f.answer(t, "a", "1", done())
+	if out, state := f.collect(k); state != callAnswered || !out.done || out.after != 0 {
+		t.Fatalf("success: %v %+v", state, out)
+	}
+	if _, held := f.heldBack(k); held {
+		t.Fatal("held back after a success")
+	}
+	f.start("a", "1")
+	f.answer(t, "a", "1", refused)
+	if out, _ := f.collect(k); out.after != RetryBase {
+		t.Errorf("a failure after a success waits %s, want %s", out.after, RetryBase)
 	}
 }

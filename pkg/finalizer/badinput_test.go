@@ -200,3 +200,52 @@ func TestMisbehavingHandlersKeepTheFinalizer(t *testing.T) {
 		})
 	}
 }
+
+// TestRetryAfterKeepsItsTime: a handler's RetryAfter is recorded as a
+// failed attempt with its next attempt's time, Reconcile asks to be called
+// again then (no error, so the work queue adds no backoff of its own), and
+// a Reconcile before that time (our own progress write wakes one) does not
+// call the handler.
+func TestRetryAfterKeepsItsTime(t *testing.T) {
+	testenv.SkipShort(t)
+	ns := testenv.NewNamespace(t, k8s)
+	const key = "retryafter.example.com/cleanup"
+	cm := configMap(t, ns, "retry-after", key)
+	deleteObject(t, cm)
+	calls := 0
+	f := finalizer.New(finalizer.ForClient(k8s, nil))
+	err := f.Register(key, finalizer.HandlerFunc(func(context.Context, client.Object) finalizer.Result {
+		calls++
+		return finalizer.RetryAfter(errors.New("the receiver refused the call"), time.Minute)
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if err := k8s.Get(t.Context(), client.ObjectKeyFromObject(cm), cm); err != nil {
+			t.Fatal(err)
+		}
+		out, err := f.Reconcile(t.Context(), cm)
+		if err != nil || out.RequeueAfter <= 0 || out.RequeueAfter > time.Minute {
+			t.Fatalf("Reconcile %d = %+v, %v; want no error, again within a minute", i+1, out, err)
+		}
+	}
+	if calls != 1 {
+		t.Errorf("the handler was called %d times before its retry time, want 1", calls)
+	}
+	if err := k8s.Get(t.Context(), client.ObjectKeyFromObject(cm), cm); err != nil {
+		t.Fatal(err)
+	}
+	var p finalizer.Progress
+	for _, rec := range finalizer.ReadProgress(cm) {
+		if rec.Finalizer == key {
+			p = rec
+		}
+	}
+	if ok := p.Finalizer == key; !ok || p.State != finalizer.StateRetry || p.NextAttempt == nil || !strings.Contains(p.Message, "refused") {
+		t.Errorf("progress = %+v; want Retry with its next attempt and the failure", p)
+	}
+	if err := finalizer.Remove(t.Context(), finalizer.ForClient(k8s, nil), cm, key); err != nil {
+		t.Fatal(err)
+	}
+}

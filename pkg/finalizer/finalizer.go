@@ -296,6 +296,14 @@ func (f *Finalizers) finalize(ctx context.Context, obj client.Object) (Outcome, 
 		case StatePending:
 			out.RequeueAfter = f.capToDeadline(obj, e, res.After)
 			return out, nil
+		case StateRetry:
+			if res.After > 0 {
+				// RetryAfter: the failure is recorded and said; the
+				// handler's own time, not the work queue's backoff.
+				out.RequeueAfter = f.capToDeadline(obj, e, res.After)
+				return out, nil
+			}
+			return out, &CleanupError{Finalizer: e.name, Object: describe(obj), Err: res.Err}
 		default:
 			return out, &CleanupError{Finalizer: e.name, Object: describe(obj), Err: res.Err}
 		}
@@ -354,7 +362,7 @@ func (f *Finalizers) attempt(ctx context.Context, obj client.Object, e *entry) (
 
 	if res.State == StatePending || res.State == StateRetry {
 		p := Progress{Finalizer: e.name, State: res.State, Message: res.Reason, Attempts: n, DeadlineExceeded: expired}
-		if res.State == StatePending && res.After > 0 {
+		if res.After > 0 {
 			next := f.now().Add(res.After).UTC()
 			p.NextAttempt = &next
 		}

@@ -34,10 +34,11 @@ const maxProgressMessage = 256
 // Progress is the record kept in a finalizer's progress annotation.
 type Progress = record.Progress
 
-// waitBeforeNextAttempt is how long until a pending record's next attempt;
-// zero when it is due or the record is not pending.
+// waitBeforeNextAttempt is how long until a pending record's next attempt,
+// or a failed one's that its handler timed (RetryAfter); zero when it is due
+// or the record names no time.
 func waitBeforeNextAttempt(p Progress, now time.Time) time.Duration {
-	if p.State != StatePending || p.NextAttempt == nil {
+	if p.State != StatePending && p.State != StateRetry || p.NextAttempt == nil {
 		return 0
 	}
 	return p.NextAttempt.Sub(now)

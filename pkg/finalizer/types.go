@@ -97,6 +97,17 @@ func Retry(err error) Result {
 	return Result{State: StateRetry, Err: err, Reason: err.Error()}
 }
 
+// RetryAfter says the attempt failed with err and the handler itself chose
+// when to try again: after d. It is a Retry (recorded and said as a failure)
+// without the caller's backoff; the handler keeps its own, for example
+// because its attempts finish outside Reconcile, where a successful
+// Reconcile in between would reset the work queue's.
+func RetryAfter(err error, d time.Duration) Result {
+	res := Retry(err)
+	res.After = d
+	return res
+}
+
 // Release gives up on the cleanup on purpose: the finalizer is removed and
 // reason is recorded in an Event, a metric and the log.
 func Release(reason string) Result { return Result{State: StateRelease, Reason: reason} }
