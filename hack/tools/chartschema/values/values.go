@@ -45,6 +45,8 @@ type Values struct {
 	DefaultServiceAccount string `json:"defaultServiceAccount"`
 	// --target-workers: target objects cleaned up at once; attaching gets four times as many workers.
 	TargetWorkers int `json:"targetWorkers" jsonschema:"minimum=1"`
+	// --webhook-calls-per-tenant: webhook calls in flight at once of one namespace's TeardownPolicies (or of one ClusterTeardownPolicy); more wait their turn.
+	WebhookCallsPerTenant int `json:"webhookCallsPerTenant" jsonschema:"minimum=1"`
 	// --attempt-timeout: longest one run of a policy's steps for one object.
 	AttemptTimeout Duration `json:"attemptTimeout"`
 	// --status-interval: how often policy status is refreshed.
