@@ -151,13 +151,15 @@ func TestStepEditsNeverSkipAStep(t *testing.T) {
 	})
 
 	// Edit [a, b, c] to [a, c]: the recorded position no longer belongs to
-	// these steps; it restarts at a, and waits at c again.
-	editPolicy(t, pol, func(s *teardownv1alpha1.TeardownPolicySpec) {
-		s.Steps = []teardownv1alpha1.Step{s.Steps[0], s.Steps[2]}
-	})
+	// these steps; it restarts at a, and waits at c again. a's calls are
+	// counted before the edit: the new version may call it before the
+	// edit's Ready condition is seen.
 	mu.Lock()
 	aBefore := calls["a"]
 	mu.Unlock()
+	editPolicy(t, pol, func(s *teardownv1alpha1.TeardownPolicySpec) {
+		s.Steps = []teardownv1alpha1.Step{s.Steps[0], s.Steps[2]}
+	})
 	testenv.Eventually(t, 20*time.Second, "step a to run again under the edited steps", func(context.Context) (bool, error) {
 		mu.Lock()
 		defer mu.Unlock()
