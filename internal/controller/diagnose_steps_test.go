@@ -17,6 +17,7 @@ import (
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/internal/controller/diagnosis"
+	"github.com/teardown-dev/teardown/internal/diagnose"
 	"github.com/teardown-dev/teardown/internal/testenv"
 )
 
@@ -152,4 +153,71 @@ func TestDiagnosisOfAnUnusedStep(t *testing.T) {
 
 	del(t, pod)
 	testenv.Eventually(t, 20*time.Second, "the Secret to go", testenv.Gone(k8s, secret))
+}
+
+// TestPoliciesWaitingOnEachOtherAreSaid: policy deletes-b deletes the
+// ConfigMaps labelled b when one labelled a goes, and waits for them to be
+// gone; policy waits-for-a holds those until the ConfigMaps labelled a are
+// gone. Deleting a leaves both cleanups waiting on each other for good:
+// each policy's status names the cycle (WaitCycle) on its object, instead
+// of saying only what each step waits on. Both stay guarded; breaking the
+// cycle (an edit of one policy's steps) lets both go.
+func TestPoliciesWaitingOnEachOtherAreSaid(t *testing.T) {
+	testenv.SkipShort(t)
+	ns := testenv.NewNamespace(t, k8s)
+	deletesB := &teardownv1alpha1.TeardownPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "deletes-b", Namespace: ns},
+		Spec: teardownv1alpha1.TeardownPolicySpec{
+			Targets: []teardownv1alpha1.Target{{APIVersion: "v1", Kind: "ConfigMap", Selector: selector("role", "a")}},
+			Steps: []teardownv1alpha1.Step{{Name: "delete-b", Delete: &teardownv1alpha1.DeleteAction{
+				Resources: []teardownv1alpha1.ResourceSelector{{APIVersion: "v1", Kind: "ConfigMap", Selector: selector("role", "b")}}}}},
+		},
+	}
+	waitsForA := &teardownv1alpha1.TeardownPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "waits-for-a", Namespace: ns},
+		Spec: teardownv1alpha1.TeardownPolicySpec{
+			Targets: []teardownv1alpha1.Target{{APIVersion: "v1", Kind: "ConfigMap", Selector: selector("role", "b")}},
+			Steps: []teardownv1alpha1.Step{{Name: "a-gone", Wait: &teardownv1alpha1.WaitAction{
+				Resources: []teardownv1alpha1.ResourceSelector{{APIVersion: "v1", Kind: "ConfigMap", Selector: selector("role", "a")}}}}},
+		},
+	}
+	for _, p := range []*teardownv1alpha1.TeardownPolicy{deletesB, waitsForA} {
+		create(t, p)
+		mustBeReady(t, p)
+	}
+	a, b := labelled(ns, "a", "role", "a"), labelled(ns, "b", "role", "b")
+	create(t, a)
+	create(t, b)
+	testenv.Eventually(t, 20*time.Second, "a guarded", hasFinalizer(a, ns+".teardown.dev/deletes-b"))
+	testenv.Eventually(t, 20*time.Second, "b guarded", hasFinalizer(b, ns+".teardown.dev/waits-for-a"))
+	del(t, a)
+
+	for _, c := range []struct {
+		pol       client.Object
+		obj       client.Object
+		mentioned []string
+	}{
+		{deletesB, a, []string{"ConfigMap " + ns + "/b: the cleanup of ConfigMap " + ns + "/a (step delete-b of TeardownPolicy " + ns + "/deletes-b) waits on it, " +
+			"and its own cleanup (step a-gone of TeardownPolicy " + ns + "/waits-for-a) waits on ConfigMap " + ns + "/a"}},
+		{waitsForA, b, []string{"ConfigMap " + ns + "/a: the cleanup of ConfigMap " + ns + "/b (step a-gone of TeardownPolicy " + ns + "/waits-for-a) waits on it, " +
+			"and its own cleanup (step delete-b of TeardownPolicy " + ns + "/deletes-b) waits on ConfigMap " + ns + "/b"}},
+	} {
+		blocked := waitForDiagnosis(t, c.pol, c.obj, diagnose.CauseWaitCycle, "none can finish")
+		for _, m := range c.mentioned {
+			if !strings.Contains(blocked.Diagnosis.Message, m) {
+				t.Errorf("%s's diagnosis %q does not say %q", c.obj.GetName(), blocked.Diagnosis.Message, m)
+			}
+		}
+	}
+	for _, obj := range []client.Object{a, b} {
+		if err := k8s.Get(t.Context(), client.ObjectKeyFromObject(obj), obj); err != nil {
+			t.Fatalf("%s went while the cleanups waited on each other: %v", obj.GetName(), err)
+		}
+	}
+	// Breaking the cycle lets both go.
+	editPolicy(t, waitsForA, func(s *teardownv1alpha1.TeardownPolicySpec) {
+		s.Steps[0].Wait.Resources[0].Selector = selector("role", "never")
+	})
+	testenv.Eventually(t, 30*time.Second, "a gone", testenv.Gone(k8s, a))
+	testenv.Eventually(t, 30*time.Second, "b gone", testenv.Gone(k8s, b))
 }

@@ -103,6 +103,11 @@ type Object struct {
 	Obj client.Object
 }
 
+// ref names the object, as what a step waits on names objects.
+func (t Object) ref() WaitRef {
+	return WaitRef{GVK: t.GVK, Namespace: t.Obj.GetNamespace(), Name: t.Obj.GetName()}
+}
+
 // FailureKind says what kind of error stopped a step.
 type FailureKind string
 
@@ -237,14 +242,14 @@ func (r *Runner) Run(ctx context.Context, pol *policy.Policy, key string, t Obje
 			if err := r.saveState(ctx, pol, key, t, &recorded, i, since); err != nil {
 				return fenced(err)
 			}
-			r.Waiting.set(key, t.Obj.GetUID(), Wait{Policy: pol.Ref, Step: step.Name, Action: ActionOf(step.Step), On: out.waitsOn})
+			r.Waiting.set(key, t.Obj.GetUID(), Wait{Target: t.ref(), Policy: pol.Ref, Step: step.Name, Action: ActionOf(step.Step), On: out.waitsOn})
 			return finalizer.Pending(out.after, fmt.Sprintf("step %s: %s", step.Name, out.message))
 		case stepErr.Kind == Transient:
 			log.V(1).Info("Cleanup step hit a transient error; retrying", "step", step.Name, "err", out.err.Error())
 			if err := r.saveState(ctx, pol, key, t, &recorded, i, since); err != nil {
 				return fenced(err)
 			}
-			r.Waiting.set(key, t.Obj.GetUID(), Wait{Policy: pol.Ref, Step: step.Name, Action: stepErr.Action, Failure: stepErr.Error()})
+			r.Waiting.set(key, t.Obj.GetUID(), Wait{Target: t.ref(), Policy: pol.Ref, Step: step.Name, Action: stepErr.Action, Failure: stepErr.Error()})
 			return retry(stepErr, out.after)
 		}
 		switch step.OnFailure {
@@ -263,7 +268,7 @@ func (r *Runner) Run(ctx context.Context, pol *policy.Policy, key string, t Obje
 			if err := r.saveState(ctx, pol, key, t, &recorded, i, since); err != nil {
 				return fenced(err)
 			}
-			r.Waiting.set(key, t.Obj.GetUID(), Wait{Policy: pol.Ref, Step: step.Name, Action: stepErr.Action, Failure: stepErr.Error()})
+			r.Waiting.set(key, t.Obj.GetUID(), Wait{Target: t.ref(), Policy: pol.Ref, Step: step.Name, Action: stepErr.Action, Failure: stepErr.Error()})
 			return retry(stepErr, out.after)
 		}
 	}

@@ -28,6 +28,8 @@ type WaitRef struct {
 // Wait is what a target's cleanup waits on after its last attempt, in a
 // form the controller's diagnosis reads without parsing messages.
 type Wait struct {
+	// Target is the object torn down.
+	Target WaitRef
 	Policy policy.Ref
 	// Step is the name of the pending or failing step; Action its kind.
 	Step   string

@@ -163,7 +163,7 @@ func (x *Diagnoser) Pass(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("building the diagnosis's clients: %w", err)
 		}
-		ex = &explainer{cluster: cluster, now: now}
+		ex = &explainer{cluster: cluster, now: now, waits: x.Waiting.Graph()}
 		x.lastSession = now
 	}
 	var kindsDue []kindCandidate

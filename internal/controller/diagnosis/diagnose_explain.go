@@ -69,6 +69,9 @@ type explainer struct {
 	now     time.Time
 	// requests counts the engine's explanations (for the log).
 	explained int
+	// waits is what every cleanup waited on when the pass began (nil:
+	// nothing known).
+	waits *steps.WaitGraph
 }
 
 // engine is an Explainer of the pass's session. It skips the removal
@@ -85,6 +88,9 @@ func (x *explainer) engine() *diagnose.Explainer {
 func (x *explainer) diagnose(ctx context.Context, pol *policy.Policy, key string, gvk schema.GroupVersionKind, obj metav1.Object, w steps.Wait, hasWait bool) (diagnosis, bool) {
 	if hasWait && w.Failure != "" {
 		return fromFinding(diagnose.StepFailed(string(w.Action), w.Failure)), true
+	}
+	if d, ok := x.waitCycle(pol, key, obj); ok {
+		return d, true
 	}
 	var found []diagnosis
 	var fallback []diagnosis // waiting, not stuck: said only when nothing is
@@ -156,13 +162,52 @@ func tenantView(d diagnosis, ns string, gvk schema.GroupVersionKind, obj metav1.
 	if blockerInside && (d.ownerNamespace == "" || d.ownerNamespace == ns) {
 		return d
 	}
+	if blockerInside && d.blocker != nil && d.finalizer != "" {
+		return diagnosis{cause: CauseOutsideNamespace, blocker: d.blocker, finalizer: d.finalizer,
+			message: fmt.Sprintf("%s %s/%s: %s: the finalizer's owner runs outside namespace %s; %s", d.blocker.Kind, d.blocker.Namespace, d.blocker.Name, d.finalizer, ns, adminCanExplain(gvk, obj))}
+	}
+	return outsideNamespace(ns, gvk, obj)
+}
+
+// outsideNamespace is the tenant's diagnosis of a cause that lies outside
+// its namespace: that it does, and who can see it.
+func outsideNamespace(ns string, gvk schema.GroupVersionKind, obj metav1.Object) diagnosis {
+	return diagnosis{cause: CauseOutsideNamespace, message: fmt.Sprintf("the root cause lies outside namespace %s; %s", ns, adminCanExplain(gvk, obj))}
+}
+
+func adminCanExplain(gvk schema.GroupVersionKind, obj metav1.Object) string {
 	explain := fmt.Sprintf("a cluster admin can run: kubectl teardown explain %s %s", strings.ToLower(gvk.Kind), obj.GetName())
 	if obj.GetNamespace() != "" { // a Namespace target has none
 		explain += " -n " + obj.GetNamespace()
 	}
-	if blockerInside && d.blocker != nil && d.finalizer != "" {
-		return diagnosis{cause: CauseOutsideNamespace, blocker: d.blocker, finalizer: d.finalizer,
-			message: fmt.Sprintf("%s %s/%s: %s: the finalizer's owner runs outside namespace %s; %s", d.blocker.Kind, d.blocker.Namespace, d.blocker.Name, d.finalizer, ns, explain)}
+	return explain
+}
+
+// waitCycle is the diagnosis of a cleanup that waits, through other
+// cleanups, on its own object (steps.WaitGraph.Cycle).
+func (x *explainer) waitCycle(pol *policy.Policy, key string, obj metav1.Object) (diagnosis, bool) {
+	if x.waits == nil {
+		return diagnosis{}, false
 	}
-	return diagnosis{cause: CauseOutsideNamespace, message: fmt.Sprintf("the root cause lies outside namespace %s; %s", ns, explain)}
+	cycle, ok := x.waits.Cycle(key, obj.GetUID())
+	if !ok {
+		return diagnosis{}, false
+	}
+	links := make([]diagnose.CycleLink, len(cycle))
+	for i, w := range cycle {
+		links[i] = diagnose.CycleLink{Object: diagnose.StepRef{GVK: w.Target.GVK, Namespace: w.Target.Namespace, Name: w.Target.Name},
+			Policy: w.Policy.String(), Step: w.Step}
+	}
+	if pol.Ref.Kind == policy.KindNamespaced {
+		// A tenant learns nothing of other namespaces' objects or of
+		// cluster policies: a cycle through them is said to lie outside.
+		for _, w := range cycle {
+			if w.Target.Namespace != pol.Ref.Namespace || w.Policy.Kind != policy.KindNamespaced || w.Policy.Namespace != pol.Ref.Namespace {
+				return outsideNamespace(pol.Ref.Namespace, cycle[0].Target.GVK, obj), true
+			}
+		}
+	}
+	d := fromFinding(diagnose.WaitCycle(links))
+	d.message = diagnose.Shorten(d.message, maxDiagnosisMessage)
+	return d, true
 }
