@@ -30,11 +30,11 @@ func TestWaitGraphCycle(t *testing.T) {
 		waits []Wait
 		want  []string // the cycle from "a", by target
 	}{
-		"two waiting on each other":      {waits: []Wait{wait("a", "b"), wait("b", "a")}, want: []string{"a", "b"}},
-		"three in a ring":                {waits: []Wait{wait("a", "b"), wait("b", "c"), wait("c", "a")}, want: []string{"a", "b", "c"}},
-		"a chain that ends":              {waits: []Wait{wait("a", "b"), wait("b", "c")}},
-		"a cycle a is not part of":       {waits: []Wait{wait("a", "b"), wait("b", "c"), wait("c", "b")}},
-		"waiting on an object untracked": {waits: []Wait{wait("a", "x")}},
+		"two waiting on each other":       {waits: []Wait{wait("a", "b"), wait("b", "a")}, want: []string{"a", "b"}},
+		"three in a ring":                 {waits: []Wait{wait("a", "b"), wait("b", "c"), wait("c", "a")}, want: []string{"a", "b", "c"}},
+		"a chain that ends":               {waits: []Wait{wait("a", "b"), wait("b", "c")}},
+		"a cycle a is not part of":        {waits: []Wait{wait("a", "b"), wait("b", "c"), wait("c", "b")}},
+		"waiting on an object untracked":  {waits: []Wait{wait("a", "x")}},
 		"one of several waits leads back": {waits: []Wait{wait("a", "x", "y", "b"), wait("b", "a")}, want: []string{"a", "b"}},
 		"a failing link waits on nothing": {waits: []Wait{wait("a", "b"), failing(wait("b", "a"))}},
 		"a itself failing":                {waits: []Wait{failing(wait("a", "b")), wait("b", "a")}},
