@@ -153,6 +153,7 @@ func (e *Explainer) report(ctx context.Context, t Target, obj metav1.Object) *Re
 	}
 	rep.RootBlockers = rankRoots(MarkRoots(rep.Findings)) // waiting.go
 	rep.Blocked = len(rep.RootBlockers) > 0
+	e.judgeProgress(ctx, t, obj, rep) // verdict.go: after every pass
 	return rep
 }
 
