@@ -44,6 +44,12 @@ const (
 	VerdictStalled = "Stalled"
 	// VerdictProgressing: no blocker, and evidence of progress.
 	VerdictProgressing = "Progressing"
+	// VerdictWaiting: no blocker and no evidence of progress, but the
+	// deletion waits on kube-controller-manager, whose liveness cannot be
+	// read (no leader election, a managed control plane), and is younger
+	// than --gc-stall-after: a bounded wait whose actor is unverified.
+	// Past that, it is Stalled.
+	VerdictWaiting = "Waiting"
 )
 
 // CauseStalled is the finding the controller's diagnosis reports for a
@@ -90,9 +96,13 @@ func (e *Explainer) judgeProgress(ctx context.Context, t Target, obj metav1.Obje
 	ev, ch, ur := e.recentChanges(ctx, t, obj, dts)
 	evidence, checked, unread = append(evidence, ev...), append(checked, ch...), append(unread, ur...)
 	rep.ProgressEvidence, rep.Checked, rep.NotReadable = dedupe(evidence), checked, dedupe(unread)
-	rep.Verdict = VerdictStalled
-	if len(rep.ProgressEvidence) > 0 {
+	switch {
+	case len(rep.ProgressEvidence) > 0:
 		rep.Verdict = VerdictProgressing
+	case unverified(rep) != nil && e.now.Before(dts.Add(e.gcStallAfter)):
+		rep.Verdict = VerdictWaiting
+	default:
+		rep.Verdict = VerdictStalled
 	}
 }
 

@@ -77,6 +77,11 @@ func TestNoAllClearWithoutEvidence(t *testing.T) {
 		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
 	gracePod.DeletionGracePeriodSeconds = ptr.To[int64](30)
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
+	// orphaning is a ConfigMap the garbage collector must release, on a
+	// control plane whose kube-controller-manager shows no Lease.
+	orphaning := func(ago time.Duration) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: deleting("shop", "legacy", ago, metav1.FinalizerOrphanDependents)}
+	}
 	fresh, old := bucket(cond("Ready", "False", "Deleting", time.Minute)), bucket(cond("Ready", "True", "Available", 3*time.Hour))
 	plain := bucket()
 	cases := map[string]struct {
@@ -99,6 +104,11 @@ func TestNoAllClearWithoutEvidence(t *testing.T) {
 		"a condition that changed before the deletion": {target: old, objs: []runtime.Object{ns, operator, old}, want: VerdictStalled},
 		"a retry long overdue": {target: withProgress(testNow.Add(-2 * time.Hour)), objs: []runtime.Object{ns, operator, withProgress(testNow.Add(-2 * time.Hour))},
 			want: VerdictStalled},
+		"the garbage collector, liveness unknown, past --gc-stall-after": {target: orphaning(time.Hour), objs: []runtime.Object{ns, orphaning(time.Hour)},
+			want: VerdictBlocked}, // E2, not WAITING
+		// Waiting: a bounded wait on an actor whose liveness is unknown.
+		"the garbage collector, liveness unknown, inside --gc-stall-after": {target: orphaning(time.Minute), objs: []runtime.Object{ns, orphaning(time.Minute)},
+			want: VerdictWaiting},
 		"a Normal Event from before the deletion": {target: plain, objs: []runtime.Object{ns, operator, plain, event(plain, "Bucket", corev1.EventTypeNormal, "Provisioned", 2*time.Hour)},
 			want: VerdictStalled},
 	}
@@ -113,7 +123,10 @@ func TestNoAllClearWithoutEvidence(t *testing.T) {
 			if tc.want == VerdictProgressing && !strings.Contains(strings.Join(rep.ProgressEvidence, "\n"), tc.evidence) {
 				t.Errorf("evidence = %q, want one with %q", rep.ProgressEvidence, tc.evidence)
 			}
-			if tc.want == VerdictStalled && (len(rep.Checked) == 0 || !strings.Contains(b.String(), "STALLED") || strings.Contains(b.String(), "PROGRESSING")) {
+			if tc.want == VerdictWaiting && !strings.Contains(b.String(), "WAITING: no blocker found yet") {
+				t.Errorf("a waiting report must say whose liveness is unknown:\n%s", b.String())
+			}
+			if tc.want == VerdictStalled && (len(rep.Checked) == 0 || !strings.Contains(b.String(), "STALLED") || strings.Contains(b.String(), "PROGRESSING") || strings.Contains(b.String(), "WAITING")) {
 				t.Errorf("a stalled report must say so and what was checked:\n%s", b.String())
 			}
 		})
