@@ -86,6 +86,12 @@ func (e *Explainer) judgeProgress(ctx context.Context, t Target, obj metav1.Obje
 			}
 			checked = append(checked, fmt.Sprintf("%s: %s%s", f.Finalizer, f.Cause, state))
 		}
+		switch f.Cause {
+		case CauseProgressNotRecorded:
+			unread = append(unread, fmt.Sprintf("the progress of %s: the API server refuses its record (refusedObjects of the policy)", f.Finalizer))
+		case CauseNotGuarded:
+			checked = append(checked, fmt.Sprintf("%s: selected by a policy, never guarded (refusedObjects of the policy)", f.Finalizer))
+		}
 		evidence = append(evidence, e.boundedWait(ctx, f, dts)...)
 	})
 	for _, c := range rep.Controllers {
