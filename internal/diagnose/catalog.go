@@ -12,6 +12,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/teardown-dev/teardown/internal/diagnose/signals"
 )
 
 // Strip risk of removing a finalizer by hand.
@@ -186,20 +188,6 @@ func groupMatchesDomain(group, domain string) bool {
 	return group == domain || strings.HasSuffix(domain, "."+group)
 }
 
-// genericManagers are field managers of people and generic tools: they add
-// finalizers but never remove them on their own.
-var genericManagers = []string{
-	"kubectl", "kubectl-client-side-apply", "kubectl-edit", "kubectl-patch", "kubectl-create",
-	"kubectl-replace", "kubectl-label", "kubectl-annotate", "kubectl-set", "kubectl-teardown",
-	"before-first-apply", "Go-http-client", "unknown", "k9s", "Mozilla", "lens", "curl", "helm",
-}
-
-func isGenericManager(m string) bool {
-	for _, g := range genericManagers {
-		if strings.EqualFold(m, g) {
-			return true
-		}
-	}
-	// A Go test binary (pkg.test) is a client, never a deployed controller.
-	return strings.HasPrefix(m, "kubectl-") || strings.HasPrefix(m, "Mozilla/") || strings.HasPrefix(m, "curl/") || strings.HasSuffix(m, ".test")
-}
+// isGenericManager: a field manager of people and generic tools adds
+// finalizers but never removes them on its own (signals.GenericManager).
+func isGenericManager(m string) bool { return signals.GenericManager(m) }

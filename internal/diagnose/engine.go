@@ -142,6 +142,7 @@ func (e *Explainer) report(ctx context.Context, t Target, obj metav1.Object) *Re
 		rep.Findings = e.objectFindings(ctx, t.GVR, t.GVK, obj, 0)
 		rep.Findings = append(rep.Findings, e.ownerRefFindings(ctx, t, obj)...)
 	}
+	rep.Findings = append(rep.Findings, e.refusedFindings(ctx, t)...) // refused.go
 	builtInOwners(rep.Findings)
 	if deletionPending(rep) && e.usesControllerManager(rep.Findings) {
 		kcm := e.kcmLiveness(ctx)
@@ -153,6 +154,7 @@ func (e *Explainer) report(ctx context.Context, t Target, obj metav1.Object) *Re
 	}
 	rep.RootBlockers = rankRoots(MarkRoots(rep.Findings)) // waiting.go
 	rep.Blocked = len(rep.RootBlockers) > 0
+	e.judgeProgress(ctx, t, obj, rep) // verdict.go: after every pass
 	return rep
 }
 

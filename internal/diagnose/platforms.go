@@ -164,6 +164,14 @@ func (e *Explainer) platformAbsent(ctx context.Context, fd *Finding, s subject) 
 		return
 	}
 	manager := finalizerManager(s.Obj, fd.Finalizer)
+	if m, ok := e.runningWriter(ctx, manager); ok {
+		// Something that runs wrote the finalizer (family 4): the
+		// platform's names do not describe it, but it is not absent.
+		if o != nil {
+			o.Evidence = append(o.Evidence, fmt.Sprintf("%q, which wrote the finalizer, runs in %s (%s): not absent, whatever %s's names say", manager, m.Workload.Ref, strings.Join(m.Why, "; "), p.Name))
+		}
+		return
+	}
 	absent := fmt.Sprintf("no CRD or APIService of *.%s and no workload of %s (%s) in this cluster", p.Domain, p.Name, strings.Join(p.Workloads, ", "))
 	evidence := []string{absent}
 	if o != nil {

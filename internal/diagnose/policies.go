@@ -28,6 +28,15 @@ type Policy struct {
 	// UnusedSteps names the steps that are unused steps (kubectl teardown
 	// plan says who would hold the object).
 	UnusedSteps []string
+	// Refused are the objects it selects on which the API server refuses
+	// the controller's writes (status.refusedObjects, refused.go).
+	Refused []RefusedObject
+}
+
+// RefusedObject is an entry of a policy's status.refusedObjects.
+type RefusedObject struct {
+	Object                 ObjectRef
+	Reason, Message, Since string
 }
 
 var (
@@ -63,10 +72,28 @@ func Policies(ctx context.Context, c *kube.Cluster) []Policy {
 				}
 				out = append(out, Policy{
 					Ref:       ObjectRef{APIVersion: p.GetAPIVersion(), Kind: p.GetKind(), Resource: gvr.Resource, Namespace: p.GetNamespace(), Name: p.GetName()},
-					Finalizer: fin, Steps: names, UnusedSteps: unused,
+					Finalizer: fin, Steps: names, UnusedSteps: unused, Refused: refusedObjects(p.Object),
 				})
 			}
 		}
 		return out
 	})
+}
+
+// refusedObjects reads a policy's status.refusedObjects.
+func refusedObjects(p map[string]any) []RefusedObject {
+	l, _, _ := unstructured.NestedSlice(p, "status", "refusedObjects")
+	out := make([]RefusedObject, 0, len(l))
+	for _, e := range l {
+		m, ok := e.(map[string]any)
+		if !ok {
+			continue
+		}
+		str := func(fields ...string) string { v, _, _ := unstructured.NestedString(m, fields...); return v }
+		out = append(out, RefusedObject{
+			Object: ObjectRef{APIVersion: str("object", "apiVersion"), Kind: str("object", "kind"), Namespace: str("object", "namespace"), Name: str("object", "name")},
+			Reason: str("reason"), Message: str("message"), Since: str("since"),
+		})
+	}
+	return out
 }

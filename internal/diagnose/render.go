@@ -71,10 +71,21 @@ func RenderReport(w io.Writer, r *Report, p Palette) {
 	switch {
 	case r.Blocked:
 		fmt.Fprintf(&b, "%s: %d root blocker(s)\n", p.Red("BLOCKED"), len(r.RootBlockers))
+	case r.Verdict == VerdictStalled:
+		fmt.Fprintf(&b, "%s: nothing found blocks it, and nothing shows it progressing (no bounded wait, no change in the last %s)\n", p.Red("STALLED"), ShortDuration(ProgressWindow))
+		if len(r.Checked) > 0 {
+			fmt.Fprintf(&b, "    checked: %s\n", strings.Join(r.Checked, "; "))
+		}
+		if len(r.NotReadable) > 0 {
+			fmt.Fprintf(&b, "    not readable: %s\n", strings.Join(r.NotReadable, "; "))
+		}
 	case r.Terminating && unverified(r) != nil:
 		fmt.Fprintf(&b, "%s: no blocker found yet, but it waits on %s, whose liveness is not known: %s\n", p.Yellow("WAITING"), unverified(r).Component, unverified(r).Evidence)
 	case r.Terminating:
 		fmt.Fprintf(&b, "%s: nothing is blocked; the deletion is progressing\n", p.Green("PROGRESSING"))
+		for _, ev := range r.ProgressEvidence {
+			fmt.Fprintf(&b, "    evidence: %s\n", ev)
+		}
 	}
 	b.WriteString("\n")
 	for i := range r.Findings {

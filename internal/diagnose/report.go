@@ -152,6 +152,16 @@ type Report struct {
 	TerminatingFor string `json:"terminatingFor,omitempty"`
 	// Blocked is true when at least one blocker was found.
 	Blocked bool `json:"blocked"`
+	// Verdict is Blocked, Stalled or Progressing for a Terminating object
+	// (verdict.go): Progressing only with ProgressEvidence.
+	Verdict string `json:"verdict,omitempty"`
+	// ProgressEvidence is what shows a deletion with no blocker progressing:
+	// a bounded wait with its deadline, or a recent change.
+	ProgressEvidence []string `json:"progressEvidence,omitempty"`
+	// Checked and NotReadable say, for a deletion with no blocker, what was
+	// looked at and what could not be read.
+	Checked     []string `json:"checked,omitempty"`
+	NotReadable []string `json:"notReadable,omitempty"`
 	// Finalizers remaining on the target; spec ones are prefixed "spec:".
 	Finalizers []string  `json:"finalizers,omitempty"`
 	Findings   []Finding `json:"findings,omitempty"`

@@ -8,6 +8,7 @@ package diagnose
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -112,16 +113,37 @@ func (e *Explainer) RootBlockers(ctx context.Context, ref StepRef) []Finding {
 }
 
 func (e *Explainer) rootBlockers(ctx context.Context, ref StepRef) []Finding {
-	m, err := e.c.Mapper().RESTMapping(ref.GVK.GroupKind(), ref.GVK.Version)
+	rep, err := e.explainRef(ctx, ref)
 	if err != nil {
 		return nil
 	}
-	t := Target{GVR: m.Resource, GVK: ref.GVK, Namespaced: m.Scope.Name() == meta.RESTScopeNameNamespace, Namespace: ref.Namespace, Name: ref.Name}
-	rep, err := e.Explain(ctx, t)
-	if err != nil {
-		return nil
+	if rep.Verdict == VerdictStalled {
+		// No all-clear without evidence: a stalled object is reported too.
+		return []Finding{StalledFinding(rep)}
 	}
 	return rep.RootBlockers
+}
+
+// StalledFinding is a stalled report told as one root cause, for the
+// controller's diagnosis and status.
+func StalledFinding(rep *Report) Finding {
+	msg := fmt.Sprintf("nothing found blocks it, and nothing shows it progressing: no bounded wait, no change in the last %s", ShortDuration(ProgressWindow))
+	if len(rep.Checked) > 0 {
+		msg += "; checked: " + strings.Join(rep.Checked, "; ")
+	}
+	if len(rep.NotReadable) > 0 {
+		msg += "; not readable: " + strings.Join(rep.NotReadable, "; ")
+	}
+	return Finding{Cause: CauseStalled, Severity: SeverityBlocker, Object: refPtr(rep.Target), Message: msg}
+}
+
+func (e *Explainer) explainRef(ctx context.Context, ref StepRef) (*Report, error) {
+	m, err := e.c.Mapper().RESTMapping(ref.GVK.GroupKind(), ref.GVK.Version)
+	if err != nil {
+		return nil, err
+	}
+	t := Target{GVR: m.Resource, GVK: ref.GVK, Namespaced: m.Scope.Name() == meta.RESTScopeNameNamespace, Namespace: ref.Namespace, Name: ref.Name}
+	return e.Explain(ctx, t)
 }
 
 // jobRunning says why a job step's Job has not finished: a pod of it that

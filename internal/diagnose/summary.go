@@ -142,6 +142,9 @@ func Summary(rep *Report) string {
 		}
 	})
 	if waiting == nil {
+		if rep.Verdict == VerdictStalled {
+			return "stalled: nothing blocks it, nothing shows progress"
+		}
 		return ""
 	}
 	s := fmt.Sprintf("waiting for %s (%s: %s)", waiting.Owner.Component, waiting.Owner.State, Shorten(lastEvidence(waiting.Owner), 100))
@@ -149,6 +152,9 @@ func Summary(rep *Report) string {
 		// The owner's own record of what its cleanup waits on (a Teardown
 		// step and what it waits for) says more than its liveness alone.
 		s = fmt.Sprintf("%s (%s, attempt %d); %s", Shorten(p.Message, 120), p.State, p.Attempts, s)
+	}
+	if rep.Verdict == VerdictStalled {
+		s = "stalled, " + s
 	}
 	if waiting.Finalizer != "" {
 		s = waiting.Finalizer + ": " + s

@@ -66,6 +66,8 @@ func (e *Explainer) vanished(ctx context.Context, t Target) *Report {
 				Message: fmt.Sprintf("namespace %s is being deleted (for %s): the namespace controller deletes everything in it", ns.Name, Age(e.now.Sub(ns.DeletionTimestamp.Time)))})
 		}
 	}
+	// A policy that selected it but never guarded it (refused.go).
+	top.Children = append(top.Children, e.refusedFindings(ctx, t)...)
 	if !nsGone {
 		top.Children = append(top.Children, e.eventsAbout(ctx, t, evNS)...)
 	}

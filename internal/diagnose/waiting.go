@@ -54,6 +54,8 @@ func (e *Explainer) waitingFor(ctx context.Context, fd *Finding, s subject) {
 	waits = append(waits, e.leaderLockHeld(ctx, o)...)      // waitlocks.go
 	waits = append(waits, e.refusedCreations(ctx, s, o)...) // waitjobs.go
 	waits = append(waits, e.referencedObjects(ctx, s)...)   // waitrefs.go
+	waits = append(waits, e.familyWaits(ctx, fd, s)...)     // families.go
+
 	placeWaits(fd, o, waits)
 }
 

@@ -99,7 +99,7 @@ func (o *ExplainOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if rep.Blocked {
+	if rep.Blocked || rep.Verdict == diagnose.VerdictStalled {
 		return errBlocked
 	}
 	return nil

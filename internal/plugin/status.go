@@ -71,7 +71,10 @@ type StatusRow struct {
 	// Blocked is true when explain's analysis finds a blocker; Cause is the
 	// first root blocker's cause, and RootBlockers are explain's (without
 	// the removal dry-runs, which only explain makes).
-	Blocked      bool               `json:"blocked,omitempty"`
+	Blocked bool `json:"blocked,omitempty"`
+	// Stalled is true when nothing blocks it and nothing shows it
+	// progressing (explain's STALLED); Cause is then Stalled.
+	Stalled      bool               `json:"stalled,omitempty"`
 	Cause        string             `json:"cause,omitempty"`
 	RootBlockers []diagnose.Finding `json:"rootBlockers,omitempty"`
 }
@@ -89,6 +92,8 @@ type StatusReport struct {
 	Stuck      int    `json:"stuck,omitempty"`
 	// Blocked is how many items have a blocker.
 	Blocked int `json:"blocked,omitempty"`
+	// Stalled is how many items are stalled: no blocker, no progress.
+	Stalled int `json:"stalled,omitempty"`
 }
 
 // NewStatusCommand builds `status`.
@@ -408,8 +413,8 @@ func (o *StatusOptions) print(rep *StatusReport, p diagnose.Palette) error {
 		return err
 	}
 	renderStatusNotes(o.ErrOut, rep, p)
-	if o.ExitBlocked && rep.Blocked > 0 {
-		fmt.Fprintf(o.ErrOut, "%s %d object(s) held by a blocker (kubectl teardown explain TYPE/NAME shows the chain)\n", p.Red("blocked:"), rep.Blocked)
+	if o.ExitBlocked && rep.Blocked+rep.Stalled > 0 {
+		fmt.Fprintf(o.ErrOut, "%s %d object(s) held by a blocker, %d stalled (kubectl teardown explain TYPE/NAME shows the chain)\n", p.Red("blocked:"), rep.Blocked, rep.Stalled)
 	}
 	return nil
 }

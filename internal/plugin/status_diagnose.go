@@ -74,9 +74,12 @@ func (o *StatusOptions) diagnose(ctx context.Context, c *kube.Cluster, now time.
 				}
 				row := &rep.Items[j.row]
 				row.Blocked = r.Blocked
+				row.Stalled = r.Verdict == diagnose.VerdictStalled
 				row.RootBlockers = r.RootBlockers
 				if len(r.RootBlockers) > 0 {
 					row.Cause = r.RootBlockers[0].Cause
+				} else if row.Stalled {
+					row.Cause = diagnose.CauseStalled
 				}
 				if line := diagnose.Summary(r); line != "" && !j.keep {
 					row.Blocker = line
@@ -89,18 +92,22 @@ func (o *StatusOptions) diagnose(ctx context.Context, c *kube.Cluster, now time.
 	}
 	close(work)
 	wg.Wait()
-	rep.Blocked = 0
+	rep.Blocked, rep.Stalled = 0, 0
 	for _, it := range rep.Items {
 		if it.Blocked {
 			rep.Blocked++
+		}
+		if it.Stalled {
+			rep.Stalled++
 		}
 	}
 }
 
 // blockedExit is ExitBlocked when --exit-blocked is set and the engine
-// found a blocker.
+// found a blocker, or an object that is stalled (no blocker, no evidence of
+// progress).
 func (o *StatusOptions) blockedExit(rep *StatusReport) error {
-	if o.ExitBlocked && rep.Blocked > 0 {
+	if o.ExitBlocked && rep.Blocked+rep.Stalled > 0 {
 		return errBlocked
 	}
 	return nil

@@ -68,12 +68,15 @@ func TestStatusCarriesRootCause(t *testing.T) {
 	runningDeployment(t, ns, "strimzi-topic-operator", "topic-operator")
 	plugintest.GrantClusterWide(t, cs, ns, "topic-operator", "", "configmaps")
 	row, rep = statusRow(t, ns, "topic")
-	want := fmt.Sprintf("%s: waiting for Strimzi topic operator (alive: Deployment %s/strimzi-topic-operator has 1 of 1 replicas ready)", fin, ns)
-	if row.Blocked || row.Blocker != want || rep.Blocked != 0 {
+	// An owner that runs is no evidence of progress (issue 26): with no
+	// blocker, no bounded wait and no change since the deletion, it is
+	// stalled, which --exit-blocked catches.
+	want := fmt.Sprintf("%s: stalled, waiting for Strimzi topic operator (alive: Deployment %s/strimzi-topic-operator has 1 of 1 replicas ready)", fin, ns)
+	if row.Blocked || !row.Stalled || row.Blocker != want || rep.Blocked != 0 || rep.Stalled != 1 {
 		t.Errorf("owner alive: %+v, want %q", row, want)
 	}
-	if r := cli(t, "", nil, "status", "-n", ns, "--exit-blocked"); r.code != ExitOK || strings.Contains(r.err, "blocked:") {
-		t.Errorf("status --exit-blocked, nothing blocked: exit %d\n%s%s", r.code, r.out, r.err)
+	if r := cli(t, "", nil, "status", "-n", ns, "--exit-blocked"); r.code != ExitBlocked || !strings.Contains(r.err, "blocked: 0 object(s) held by a blocker, 1 stalled") {
+		t.Errorf("status --exit-blocked, nothing blocked but stalled: exit %d\n%s%s", r.code, r.out, r.err)
 	}
 	if r := cli(t, "", nil, "status", "-n", ns, "--exit-blocked", "--watch"); r.code != ExitUsage {
 		t.Errorf("--exit-blocked --watch: exit %d, want %d", r.code, ExitUsage)

@@ -163,8 +163,17 @@ func New(t testing.TB, objs ...runtime.Object) (*kube.Cluster, *Fakes) {
 	f.Kube.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		return a.GetSubresource() == "eviction", nil, nil
 	})
-	c := kube.New(kube.Clients{Kube: f.Kube, Dynamic: servedOnly{Interface: f.Dynamic, served: served(listKinds)}, Metadata: f.Metadata, Discovery: disc, Mapper: mapper})
+	c := kube.New(kube.Clients{Kube: f.Kube, Dynamic: servedOnly{Interface: f.Dynamic, served: served(listKinds)}, Metadata: f.Metadata, Discovery: preferred{disc}, Mapper: mapper})
 	return c, f
+}
+
+// preferred serves the fake's resources as the server's preferred ones:
+// client-go's fake discovery answers none, and the cluster layer lists
+// kinds from them (Resources).
+type preferred struct{ *discoveryfake.FakeDiscovery }
+
+func (d preferred) ServerPreferredResources() ([]*metav1.APIResourceList, error) {
+	return d.Resources, nil
 }
 
 // dryRunPatch answers a patch sent with dryRun=All with the object as it
