@@ -79,32 +79,42 @@ func (e *WaitTooLargeError) Error() string {
 // readForCondition lists the objects of res that step i of pol selects for
 // t, each as the fields its condition reads.
 func (r *Runner) readForCondition(ctx context.Context, reader client.Reader, pol *policy.Policy, res teardownv1alpha1.ResourceSelector, fields *policy.Fields, t Object) (schema.GroupVersionKind, *waitRead, error) {
-	gvk, opts, err := r.listOptions(pol, res, t)
+	sc, err := r.listOptions(pol, res, t)
 	if err != nil {
-		return gvk, nil, err
+		return sc.gvk, nil, err
 	}
-	scope := (&client.ListOptions{}).ApplyOptions(opts)
-	selector := ""
+	scope := (&client.ListOptions{}).ApplyOptions(sc.opts)
+	selector, namespaces := "", ""
 	if scope.LabelSelector != nil {
 		selector = scope.LabelSelector.String()
 	}
-	key := fmt.Sprintf("%p\x00%s\x00%s\x00%s\x00%s", reader, gvk, scope.Namespace, selector, fields)
+	if sc.namespaces != nil {
+		namespaces = sc.namespaces.String()
+	}
+	key := fmt.Sprintf("%p\x00%s\x00%s\x00%s\x00%s\x00%s", reader, sc.gvk, scope.Namespace, selector, namespaces, fields)
 	r.reads.init()
 	v, err, _ := r.reads.flight.Do(key, func() (any, error) {
-		return r.listProjected(ctx, reader, gvk, opts, fields)
+		in, err := inNamespaces(ctx, reader, sc)
+		if err != nil {
+			return nil, err
+		}
+		return r.listProjected(ctx, reader, sc.gvk, sc.opts, in, fields)
 	})
 	if err != nil {
-		return gvk, nil, err
+		return sc.gvk, nil, err
 	}
-	return gvk, v.(*waitRead), nil
+	return sc.gvk, v.(*waitRead), nil
 }
 
-// listProjected lists page by page, keeping of each object what fields
-// reads, up to MaxWaitRead.
-func (r *Runner) listProjected(ctx context.Context, reader client.Reader, gvk schema.GroupVersionKind, opts []client.ListOption, fields *policy.Fields) (*waitRead, error) {
+// listProjected lists page by page, keeping of each object of a namespace
+// in counts what fields reads, up to MaxWaitRead.
+func (r *Runner) listProjected(ctx context.Context, reader client.Reader, gvk schema.GroupVersionKind, opts []client.ListOption, in func(ns string) bool, fields *policy.Fields) (*waitRead, error) {
 	out := &waitRead{}
 	size := 0
 	keep := func(obj map[string]any, ns, name string) error {
+		if !in(ns) {
+			return nil
+		}
 		p := fields.Project(obj)
 		size += approxSize(p) + 32 + len(ns) + len(name)
 		if size > MaxWaitRead {
