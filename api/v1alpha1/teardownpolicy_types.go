@@ -520,7 +520,33 @@ type WaitAction struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=1024
 	Condition string `json:"condition,omitempty"`
+
+	// include says which selected objects the condition sees. All (unset
+	// means All): every one, so the default condition holds the step while
+	// any exists, those nobody is deleting included; the step's message
+	// says how many of them are not being deleted. Deleting: only those
+	// being deleted (with a deletionTimestamp), so the step waits for the
+	// deletions under way and lets the others be. For an operator's
+	// Deployment, All keeps the operator while any of its custom resources
+	// exists (none is left with a finalizer no one will remove); Deleting
+	// lets the operator go once those being deleted are finalized, and the
+	// others keep their finalizer until an operator runs again
+	// (docs/controller.md, "Operator last").
+	// +optional
+	Include WaitInclude `json:"include,omitempty"`
 }
+
+// WaitInclude says which selected objects a wait step's condition sees.
+//
+// +kubebuilder:validation:Enum=All;Deleting
+type WaitInclude string
+
+const (
+	// WaitIncludeAll: every selected object.
+	WaitIncludeAll WaitInclude = "All"
+	// WaitIncludeDeleting: only the selected objects being deleted.
+	WaitIncludeDeleting WaitInclude = "Deleting"
+)
 
 // UnusedAction holds the object being torn down while a pod that exists uses
 // it, found by reference, not by selector. A pod counts until it is gone

@@ -175,7 +175,7 @@ func TestClusterPolicyStepsReachNamespaces(t *testing.T) {
 	// again at the waits' safety net (30 s) when nothing it watches changes.
 	testenv.Eventually(t, 60*time.Second, "the wait step to hold for c's widget", func(ctx context.Context) (bool, error) {
 		p, err := s.progress(ctx, key)
-		return strings.Contains(p, "step widgets-gone: waiting until size(objects) == 0"), err
+		return strings.Contains(p, "step widgets-gone: waiting until size(objects) == 0 (1 object(s) selected: 1 object outside namespace "+s.ops+"; 1 not being deleted)"), err
 	})
 	if ok, err := hasFinalizer(s.operator, key)(t.Context()); err != nil || !ok {
 		t.Fatalf("the operator lost its finalizer while c's widget exists (%v)", err)

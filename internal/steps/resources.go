@@ -205,23 +205,47 @@ func (r *Runner) wait(ctx context.Context, pol *policy.Policy, key string, i int
 		return transient(err)
 	}
 	var objects []any
+	var selected []mention
+	idle := 0
 	var waiting outcome // collects what the step waits on
 	for _, res := range w.Resources {
 		// Only what the condition reads, bounded (wait_read.go).
-		gvk, read, err := r.readForCondition(ctx, reader, pol, res, pol.Steps[i].Reads, t)
+		gvk, read, err := r.readForCondition(ctx, reader, pol, res, pol.Steps[i].Reads, w.Include, t)
 		if err != nil {
 			return watch.finish(transient(err))
 		}
 		objects = append(objects, read.objects...)
+		idle += read.idle
 		for _, n := range read.names {
 			waiting.waitingOn(gvk, n.Namespace, n.Name)
+			selected = append(selected, mention{namespace: n.Namespace, text: objectText(gvk.Kind, n.Namespace, n.Name)})
 		}
 	}
-	out := evalCondition(ctx, cond, orDefault(w.Condition, policy.DefaultCondition), objects)
+	expr := orDefault(w.Condition, policy.DefaultCondition)
+	out := evalCondition(ctx, cond, expr, objects)
 	if !out.done && out.err == nil {
+		out.message = "waiting until " + expr + " (" + selectedText(audienceOf(t), w.Include, selected, idle) + ")"
 		out.waitsOn = waiting.waitsOn
 	}
 	return watch.finish(out)
+}
+
+// selectedText says which objects a pending wait step's condition saw, as
+// far as the target's readers may see them (the others counted), and how
+// many of them nobody is deleting: "2 object(s) selected: Widget ops/a and
+// 1 object outside namespace ops; 1 not being deleted".
+func selectedText(readers Audience, include teardownv1alpha1.WaitInclude, selected []mention, idle int) string {
+	text := fmt.Sprintf("%d object(s) selected", len(selected))
+	if include == teardownv1alpha1.WaitIncludeDeleting {
+		text = fmt.Sprintf("%d object(s) being deleted", len(selected))
+	}
+	if len(selected) > 0 {
+		text += ": " + readers.summarizeFor(selected)
+	}
+	if idle > 0 {
+		text += fmt.Sprintf("; %d not being deleted", idle)
+	}
+	return text
 }
 
 // evalCondition evaluates a wait step's compiled condition over the selected

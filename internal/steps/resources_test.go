@@ -106,7 +106,7 @@ func TestStepsReachNamespaces(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, read, err := r.readForCondition(t.Context(), c, pol, res, reads, target)
+			_, read, err := r.readForCondition(t.Context(), c, pol, res, reads, "", target)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -210,6 +210,80 @@ func TestResourceNeedsNamespaceSelector(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.wantVerbs, verbs); diff != "" {
 				t.Errorf("access, -want +got:\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestWaitInclude: which widgets hold a cluster policy's wait step on an
+// object of namespace ops, by include, and how its message names them
+// (those of ops by name, the others counted) and says how many nobody is
+// deleting. Only a's widget is being deleted.
+func TestWaitInclude(t *testing.T) {
+	for name, tc := range map[string]struct {
+		include     teardownv1alpha1.WaitInclude
+		onlyDeleted bool // a's and b's widgets are gone; nobody deletes the others
+		clusterWide bool // the target is cluster-scoped: its readers see all
+		wantDone    bool
+		wantMessage string
+	}{
+		"All holds for every widget": {
+			wantMessage: "waiting until size(objects) == 0 (4 object(s) selected: ConfigMap ops/widget and 3 objects outside namespace ops; 3 not being deleted)",
+		},
+		"All names every widget on a cluster-scoped target": {
+			include: teardownv1alpha1.WaitIncludeAll, clusterWide: true,
+			wantMessage: "waiting until size(objects) == 0 (4 object(s) selected: ConfigMap a/widget, ConfigMap b/widget, ConfigMap c/widget and 1 more; 3 not being deleted)",
+		},
+		"Deleting holds for the one being deleted": {
+			include:     teardownv1alpha1.WaitIncludeDeleting,
+			wantMessage: "waiting until size(objects) == 0 (1 object(s) being deleted: 1 object outside namespace ops)",
+		},
+		"Deleting with none being deleted is done": {
+			include: teardownv1alpha1.WaitIncludeDeleting, onlyDeleted: true, wantDone: true,
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r, c, target := reachFixture(t)
+			a := &corev1.ConfigMap{}
+			if err := c.Get(t.Context(), client.ObjectKey{Namespace: "a", Name: "widget"}, a); err != nil {
+				t.Fatal(err)
+			}
+			if !tc.onlyDeleted {
+				a.Finalizers = []string{"widgets.example.com/cleanup"}
+			}
+			if err := c.Update(t.Context(), a); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Delete(t.Context(), a); err != nil {
+				t.Fatal(err)
+			}
+			if tc.onlyDeleted {
+				if err := c.Delete(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "b", Name: "widget"}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.clusterWide {
+				target = Object{GVK: rbacv1.SchemeGroupVersion.WithKind("ClusterRole"), Obj: &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "widget-operator", UID: "operator-uid"}}}
+			}
+			w := &teardownv1alpha1.WaitAction{Include: tc.include, Resources: []teardownv1alpha1.ResourceSelector{{
+				APIVersion: "v1", Kind: "ConfigMap", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "widget"}}, NamespaceSelector: &metav1.LabelSelector{},
+			}}}
+			cond, err := policy.CompileCondition(policy.DefaultCondition)
+			if err != nil {
+				t.Fatal(err)
+			}
+			reads, err := policy.ConditionReads(policy.DefaultCondition)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pol := &policy.Policy{Ref: policy.Ref{Kind: policy.KindCluster, Name: "operator-last"},
+				Steps: []policy.Step{{Step: teardownv1alpha1.Step{Name: "widgets-gone", Wait: w}, Condition: cond, Reads: reads}}}
+			out := r.wait(t.Context(), pol, testKey, 0, cond, w, target)
+			if out.err != nil || out.done != tc.wantDone {
+				t.Fatalf("outcome = %+v, want done %t", out, tc.wantDone)
+			}
+			if out.message != tc.wantMessage {
+				t.Errorf("message = %q\n want %q", out.message, tc.wantMessage)
 			}
 		})
 	}

@@ -62,6 +62,8 @@ func (w *waitReads) init() {
 type waitRead struct {
 	objects []any
 	names   []types.NamespacedName
+	// idle is how many of them are not being deleted.
+	idle int
 }
 
 // WaitTooLargeError says the objects a wait step selects hold more of what
@@ -77,8 +79,9 @@ func (e *WaitTooLargeError) Error() string {
 }
 
 // readForCondition lists the objects of res that step i of pol selects for
-// t, each as the fields its condition reads.
-func (r *Runner) readForCondition(ctx context.Context, reader client.Reader, pol *policy.Policy, res teardownv1alpha1.ResourceSelector, fields *policy.Fields, t Object) (schema.GroupVersionKind, *waitRead, error) {
+// t (those being deleted only, for include Deleting), each as the fields its
+// condition reads.
+func (r *Runner) readForCondition(ctx context.Context, reader client.Reader, pol *policy.Policy, res teardownv1alpha1.ResourceSelector, fields *policy.Fields, include teardownv1alpha1.WaitInclude, t Object) (schema.GroupVersionKind, *waitRead, error) {
 	sc, err := r.listOptions(pol, res, t)
 	if err != nil {
 		return sc.gvk, nil, err
@@ -91,14 +94,14 @@ func (r *Runner) readForCondition(ctx context.Context, reader client.Reader, pol
 	if sc.namespaces != nil {
 		namespaces = sc.namespaces.String()
 	}
-	key := fmt.Sprintf("%p\x00%s\x00%s\x00%s\x00%s\x00%s", reader, sc.gvk, scope.Namespace, selector, namespaces, fields)
+	key := fmt.Sprintf("%p\x00%s\x00%s\x00%s\x00%s\x00%s\x00%s", reader, sc.gvk, scope.Namespace, selector, namespaces, include, fields)
 	r.reads.init()
 	v, err, _ := r.reads.flight.Do(key, func() (any, error) {
 		in, err := inNamespaces(ctx, reader, sc)
 		if err != nil {
 			return nil, err
 		}
-		return r.listProjected(ctx, reader, sc.gvk, sc.opts, in, fields)
+		return r.listProjected(ctx, reader, sc.gvk, sc.opts, in, include == teardownv1alpha1.WaitIncludeDeleting, fields)
 	})
 	if err != nil {
 		return sc.gvk, nil, err
@@ -107,13 +110,20 @@ func (r *Runner) readForCondition(ctx context.Context, reader client.Reader, pol
 }
 
 // listProjected lists page by page, keeping of each object of a namespace
-// in counts what fields reads, up to MaxWaitRead.
-func (r *Runner) listProjected(ctx context.Context, reader client.Reader, gvk schema.GroupVersionKind, opts []client.ListOption, in func(ns string) bool, fields *policy.Fields) (*waitRead, error) {
+// in counts (and being deleted, when onlyDeleting) what fields reads, up to
+// MaxWaitRead.
+func (r *Runner) listProjected(ctx context.Context, reader client.Reader, gvk schema.GroupVersionKind, opts []client.ListOption, in func(ns string) bool, onlyDeleting bool, fields *policy.Fields) (*waitRead, error) {
 	out := &waitRead{}
 	size := 0
 	keep := func(obj map[string]any, ns, name string) error {
 		if !in(ns) {
 			return nil
+		}
+		if _, deleting, _ := unstructured.NestedFieldNoCopy(obj, "metadata", "deletionTimestamp"); !deleting {
+			if onlyDeleting {
+				return nil
+			}
+			out.idle++
 		}
 		p := fields.Project(obj)
 		size += approxSize(p) + 32 + len(ns) + len(name)
