@@ -39,6 +39,7 @@ type TeardownPolicy struct {
 	// +required
 	// +kubebuilder:validation:XValidation:rule="!has(self.targets) || self.targets.all(t, !has(t.namespaceSelector))",message="namespaceSelector is only allowed on a ClusterTeardownPolicy: a TeardownPolicy only guards objects of its own namespace"
 	// +kubebuilder:validation:XValidation:rule="!has(self.steps) || self.steps.all(s, !has(s.job) || !has(s.job.__namespace__))",message="job.namespace is only allowed on a ClusterTeardownPolicy: a TeardownPolicy runs its Jobs in its own namespace"
+	// +kubebuilder:validation:XValidation:rule="!has(self.steps) || self.steps.all(s, (!has(s.wait) || s.wait.resources.all(r, !has(r.namespaceSelector))) && (!has(s.delete) || s.delete.resources.all(r, !has(r.namespaceSelector))))",message="namespaceSelector in a wait or delete step is only allowed on a ClusterTeardownPolicy: a TeardownPolicy's steps look only in its own namespace"
 	Spec TeardownPolicySpec `json:"spec"`
 
 	// status is what the controller observed and did; it writes it, users
@@ -519,7 +520,33 @@ type WaitAction struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=1024
 	Condition string `json:"condition,omitempty"`
+
+	// include says which selected objects the condition sees. All (unset
+	// means All): every one, so the default condition holds the step while
+	// any exists, those nobody is deleting included; the step's message
+	// says how many of them are not being deleted. Deleting: only those
+	// being deleted (with a deletionTimestamp), so the step waits for the
+	// deletions under way and lets the others be. For an operator's
+	// Deployment, All keeps the operator while any of its custom resources
+	// exists (none is left with a finalizer no one will remove); Deleting
+	// lets the operator go once those being deleted are finalized, and the
+	// others keep their finalizer until an operator runs again
+	// (docs/controller.md, "Operator last").
+	// +optional
+	Include WaitInclude `json:"include,omitempty"`
 }
+
+// WaitInclude says which selected objects a wait step's condition sees.
+//
+// +kubebuilder:validation:Enum=All;Deleting
+type WaitInclude string
+
+const (
+	// WaitIncludeAll: every selected object.
+	WaitIncludeAll WaitInclude = "All"
+	// WaitIncludeDeleting: only the selected objects being deleted.
+	WaitIncludeDeleting WaitInclude = "Deleting"
+)
 
 // UnusedAction holds the object being torn down while a pod that exists uses
 // it, found by reference, not by selector. A pod counts until it is gone
@@ -549,6 +576,18 @@ type ResourceSelector struct {
 	// selector selects the objects by label.
 	// +required
 	Selector *metav1.LabelSelector `json:"selector"`
+
+	// namespaceSelector, only on a ClusterTeardownPolicy and only for a
+	// namespaced kind, says which namespaces the step looks in, as a
+	// NetworkPolicy peer's does: unset, the namespace of the object being
+	// torn down (every namespace when that object is cluster-scoped, the
+	// Namespace itself when it is one); {} every namespace; with labels,
+	// the namespaces whose labels match. A ClusterTeardownPolicy guarding
+	// an operator's Deployment uses it to wait for, or delete, the
+	// operator's custom resources in every namespace (docs/controller.md,
+	// "Operator last").
+	// +optional
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
 }
 
 // TeardownPolicyStatus is what the controller observed and did for a policy.

@@ -55,7 +55,11 @@ type PlanNode struct {
 	// Unused says, for each unused step among them, which pods would hold
 	// the object now.
 	Unused []PlanUnused `json:"unused,omitempty"`
-	Note   string       `json:"note,omitempty"`
+	// Waits says, for each wait or delete step among them, which objects
+	// it would wait for now (an operator's custom resources, in every
+	// namespace, for an operator-last policy).
+	Waits []PlanWait `json:"waits,omitempty"`
+	Note  string     `json:"note,omitempty"`
 	// BlocksOwner is true when the owner (foreground) waits for this node.
 	BlocksOwner bool       `json:"blocksOwner,omitempty"`
 	Children    []PlanNode `json:"children,omitempty"`
@@ -93,7 +97,9 @@ func NewPlanCommand(flags *genericclioptions.ConfigFlags, streams genericiooptio
 		Long: `Plan shows what a delete would do without deleting anything: the garbage
 collector's cascade tree under the chosen propagation policy, the finalizers that
 will hold objects, and the Teardown policy steps that will run. For an unused
-step, it names the pods that would hold the object now. For a namespace,
+step, it names the pods that would hold the object now; for a wait or delete
+step, the objects it would wait for now (in every namespace its
+namespaceSelector reaches, such as an operator's custom resources). For a namespace,
 everything in it is deleted (pods first).`,
 		Example: `  kubectl teardown plan deployment/web -n shop
   kubectl teardown plan configmap/root -n shop --cascade=foreground -o json`,
@@ -153,6 +159,7 @@ func (o *PlanOptions) Run(ctx context.Context) error {
 		rep = buildPlan(root, items, o.Cascade, steps)
 	}
 	addUnused(ctx, o.cluster.kube, rep, unusedPolicies(policies))
+	addWaits(ctx, o.cluster.read, o.cluster.kube, rep, policiesByFinalizer(ctx, o.cluster.read))
 	if !o.Output.isOwn() {
 		return o.Output.printReport(o.Out, rep.APIVersion, rep.Kind, rep)
 	}
@@ -344,6 +351,9 @@ func renderPlanNode(b *strings.Builder, n *PlanNode, first, rest string, p diagn
 	}
 	for _, u := range n.Unused {
 		fmt.Fprintf(b, "%s    %s %s\n", rest, p.Dim("unused step "+u.Step+":"), u.summary())
+	}
+	for _, w := range n.Waits {
+		fmt.Fprintf(b, "%s    %s %s\n", rest, p.Dim(w.Action+" step "+w.Step+":"), w.summary())
 	}
 	for i := range n.Children {
 		branch, cont := "├─ ", "│  "

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
@@ -227,10 +228,15 @@ func unusedNeeds(_ *Runner, env NeedsEnv, pol *policy.Policy, _ policy.Step) ([]
 }
 
 // resourceNeeds is what the delete and wait steps need on the kinds they
-// select: each served by the API server, namespaced for a TeardownPolicy.
+// select: each served by the API server, namespaced for a TeardownPolicy;
+// a namespaceSelector only on a ClusterTeardownPolicy and a namespaced kind,
+// with the right to list namespaces when it has labels.
 func resourceNeeds(env NeedsEnv, pol *policy.Policy, resources []teardownv1alpha1.ResourceSelector, verbs ...string) ([]Access, *Refusal) {
 	var out []Access
 	for _, res := range resources {
+		if res.NamespaceSelector != nil && pol.Ref.Kind == policy.KindNamespaced {
+			return nil, refuse(teardownv1alpha1.ClusterScopedKindReason, "namespaceSelector of %s: a TeardownPolicy's steps look only in its own namespace", res.Kind)
+		}
 		gv, err := schema.ParseGroupVersion(res.APIVersion)
 		var mapping *meta.RESTMapping
 		if err == nil {
@@ -241,6 +247,17 @@ func resourceNeeds(env NeedsEnv, pol *policy.Policy, resources []teardownv1alpha
 		}
 		if pol.Ref.Kind == policy.KindNamespaced && mapping.Scope.Name() == meta.RESTScopeNameRoot {
 			return nil, refuse(teardownv1alpha1.ClusterScopedKindReason, "%s is cluster-scoped; a TeardownPolicy's steps reach only namespaced kinds in its own namespace", res.Kind)
+		}
+		if res.NamespaceSelector != nil {
+			sel, err := metav1.LabelSelectorAsSelector(res.NamespaceSelector)
+			switch {
+			case mapping.Scope.Name() == meta.RESTScopeNameRoot:
+				return nil, refuse(teardownv1alpha1.InvalidSelectorReason, "namespaceSelector of %s: %s is cluster-scoped, it is in no namespace", res.Kind, res.Kind)
+			case err != nil:
+				return nil, refuse(teardownv1alpha1.InvalidSelectorReason, "namespaceSelector of %s: %s", res.Kind, err)
+			case !sel.Empty():
+				out = append(out, Access{AsSteps: true, What: " namespaceSelector", Verb: "list", Resource: corev1.SchemeGroupVersion.WithResource("namespaces")})
+			}
 		}
 		for _, verb := range verbs {
 			out = append(out, Access{AsSteps: true, Verb: verb, Resource: mapping.Resource, Namespace: pol.Ref.Namespace})

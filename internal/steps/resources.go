@@ -9,14 +9,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/interpreter"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -26,66 +29,120 @@ import (
 	"github.com/teardown-dev/teardown/internal/waits"
 )
 
+// listScope is where one resource selector of a step looks: its kind, the
+// options of its list call and, when the list spans every namespace for a
+// namespaceSelector with labels, the namespaces whose objects count.
+type listScope struct {
+	gvk  schema.GroupVersionKind
+	opts []client.ListOption
+	// namespaces selects, by their labels, the namespaces whose listed
+	// objects count; nil when every listed object does.
+	namespaces labels.Selector
+}
+
 // listOptions scopes a step's resource selector: namespaced kinds are looked
 // up in the target's namespace (inside the target itself when it is a
-// Namespace; every namespace for another cluster-scoped target),
-// cluster-scoped kinds cluster-wide. A TeardownPolicy's steps reach only
-// namespaced kinds in its own namespace (ScopeError otherwise; validation
-// refuses such a policy before it is served).
-func (r *Runner) listOptions(pol *policy.Policy, res teardownv1alpha1.ResourceSelector, t Object) (schema.GroupVersionKind, []client.ListOption, error) {
+// Namespace; every namespace for another cluster-scoped target), or, for a
+// ClusterTeardownPolicy's namespaceSelector, in every namespace ({}) or in
+// those whose labels match; cluster-scoped kinds cluster-wide. A
+// TeardownPolicy's steps reach only namespaced kinds in its own namespace
+// (ScopeError otherwise; admission and validation refuse such a policy
+// before it is served).
+func (r *Runner) listOptions(pol *policy.Policy, res teardownv1alpha1.ResourceSelector, t Object) (listScope, error) {
 	gv, err := schema.ParseGroupVersion(res.APIVersion)
 	if err != nil {
-		return schema.GroupVersionKind{}, nil, fmt.Errorf("apiVersion %q: %w", res.APIVersion, err)
+		return listScope{}, fmt.Errorf("apiVersion %q: %w", res.APIVersion, err)
 	}
-	gvk := gv.WithKind(res.Kind)
-	mapping, err := r.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	sc := listScope{gvk: gv.WithKind(res.Kind)}
+	mapping, err := r.Mapper.RESTMapping(sc.gvk.GroupKind(), sc.gvk.Version)
 	if err != nil {
-		return gvk, nil, fmt.Errorf("kind %s: %w", gvk, err)
+		return sc, fmt.Errorf("kind %s: %w", sc.gvk, err)
 	}
-	var opts []client.ListOption
 	namespaced := mapping.Scope.Name() == meta.RESTScopeNameNamespace
-	if pol.Ref.Kind == policy.KindNamespaced {
+	switch {
+	case pol.Ref.Kind == policy.KindNamespaced:
+		if !namespaced || res.NamespaceSelector != nil {
+			return sc, &ScopeError{Kind: sc.gvk.Kind, NamespaceSelector: res.NamespaceSelector != nil}
+		}
+		sc.opts = append(sc.opts, client.InNamespace(pol.Ref.Namespace))
+	case res.NamespaceSelector != nil:
 		if !namespaced {
-			return gvk, nil, &ScopeError{Kind: gvk.Kind}
+			return sc, fmt.Errorf("namespaceSelector of %s: %s is cluster-scoped", sc.gvk.Kind, sc.gvk.Kind)
 		}
-		opts = append(opts, client.InNamespace(pol.Ref.Namespace))
-	} else if namespaced {
-		switch {
-		case t.Obj.GetNamespace() != "":
-			opts = append(opts, client.InNamespace(t.Obj.GetNamespace()))
-		case t.GVK.Group == "" && t.GVK.Kind == "Namespace":
-			// A Namespace's steps are about what is inside it.
-			opts = append(opts, client.InNamespace(t.Obj.GetName()))
+		sel, err := metav1.LabelSelectorAsSelector(res.NamespaceSelector)
+		if err != nil {
+			return sc, fmt.Errorf("namespaceSelector of %s: %w", sc.gvk.Kind, err)
 		}
+		if !sel.Empty() {
+			sc.namespaces = sel
+		}
+	case !namespaced:
+	case t.Obj.GetNamespace() != "":
+		sc.opts = append(sc.opts, client.InNamespace(t.Obj.GetNamespace()))
+	case t.GVK.Group == "" && t.GVK.Kind == "Namespace":
+		// A Namespace's steps are about what is inside it.
+		sc.opts = append(sc.opts, client.InNamespace(t.Obj.GetName()))
 	}
 	if res.Selector != nil {
 		sel, err := metav1.LabelSelectorAsSelector(res.Selector)
 		if err != nil {
-			return gvk, nil, fmt.Errorf("selector of %s: %w", gvk.Kind, err)
+			return sc, fmt.Errorf("selector of %s: %w", sc.gvk.Kind, err)
 		}
-		opts = append(opts, client.MatchingLabelsSelector{Selector: sel})
+		sc.opts = append(sc.opts, client.MatchingLabelsSelector{Selector: sel})
 	}
-	return gvk, opts, nil
+	return sc, nil
+}
+
+// inNamespaces returns whether an object of a namespace counts for sc: read
+// with reader (the step's identity) when sc selects namespaces by label,
+// every namespace otherwise.
+func inNamespaces(ctx context.Context, reader client.Reader, sc listScope) (func(ns string) bool, error) {
+	if sc.namespaces == nil {
+		return func(string) bool { return true }, nil
+	}
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NamespaceList"))
+	if err := reader.List(ctx, list, client.MatchingLabelsSelector{Selector: sc.namespaces}); err != nil {
+		return nil, fmt.Errorf("listing the namespaces of %s's namespaceSelector: %w", sc.gvk.Kind, err)
+	}
+	in := make(map[string]bool, len(list.Items))
+	for _, ns := range list.Items {
+		in[ns.Name] = true
+	}
+	return func(ns string) bool { return in[ns] }, nil
 }
 
 // listSelected lists into list the objects of res that a step of pol
-// selects for t: metadata only or whole objects, as list's type asks.
-func (r *Runner) listSelected(ctx context.Context, reader client.Reader, pol *policy.Policy, res teardownv1alpha1.ResourceSelector, t Object, list client.ObjectList) (schema.GroupVersionKind, error) {
-	gvk, opts, err := r.listOptions(pol, res, t)
+// selects for t, as metadata, keeping only those of the namespaces it looks
+// in.
+func (r *Runner) listSelected(ctx context.Context, reader client.Reader, pol *policy.Policy, res teardownv1alpha1.ResourceSelector, t Object, list *metav1.PartialObjectMetadataList) (schema.GroupVersionKind, error) {
+	sc, err := r.listOptions(pol, res, t)
 	if err != nil {
-		return gvk, err
+		return sc.gvk, err
 	}
-	list.GetObjectKind().SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-	if err := reader.List(ctx, list, opts...); err != nil {
-		return gvk, fmt.Errorf("listing %s: %w", gvk.Kind, err)
+	in, err := inNamespaces(ctx, reader, sc)
+	if err != nil {
+		return sc.gvk, err
 	}
-	return gvk, nil
+	list.SetGroupVersionKind(sc.gvk.GroupVersion().WithKind(sc.gvk.Kind + "List"))
+	if err := reader.List(ctx, list, sc.opts...); err != nil {
+		return sc.gvk, fmt.Errorf("listing %s: %w", sc.gvk.Kind, err)
+	}
+	list.Items = slices.DeleteFunc(list.Items, func(o metav1.PartialObjectMetadata) bool { return !in(o.Namespace) })
+	return sc.gvk, nil
 }
 
-// ScopeError says a TeardownPolicy's step names a cluster-scoped kind.
-type ScopeError struct{ Kind string }
+// ScopeError says a TeardownPolicy's step names a cluster-scoped kind, or
+// sets a namespaceSelector.
+type ScopeError struct {
+	Kind              string
+	NamespaceSelector bool
+}
 
 func (e *ScopeError) Error() string {
+	if e.NamespaceSelector {
+		return fmt.Sprintf("namespaceSelector of %s: a TeardownPolicy's steps look only in its own namespace; use a ClusterTeardownPolicy", e.Kind)
+	}
 	return fmt.Sprintf("%s is cluster-scoped: a TeardownPolicy's steps reach only namespaced kinds in its own namespace; use a ClusterTeardownPolicy", e.Kind)
 }
 
@@ -148,23 +205,47 @@ func (r *Runner) wait(ctx context.Context, pol *policy.Policy, key string, i int
 		return transient(err)
 	}
 	var objects []any
+	var selected []mention
+	idle := 0
 	var waiting outcome // collects what the step waits on
 	for _, res := range w.Resources {
 		// Only what the condition reads, bounded (wait_read.go).
-		gvk, read, err := r.readForCondition(ctx, reader, pol, res, pol.Steps[i].Reads, t)
+		gvk, read, err := r.readForCondition(ctx, reader, pol, res, pol.Steps[i].Reads, w.Include, t)
 		if err != nil {
 			return watch.finish(transient(err))
 		}
 		objects = append(objects, read.objects...)
+		idle += read.idle
 		for _, n := range read.names {
 			waiting.waitingOn(gvk, n.Namespace, n.Name)
+			selected = append(selected, mention{namespace: n.Namespace, text: objectText(gvk.Kind, n.Namespace, n.Name)})
 		}
 	}
-	out := evalCondition(ctx, cond, orDefault(w.Condition, policy.DefaultCondition), objects)
+	expr := orDefault(w.Condition, policy.DefaultCondition)
+	out := evalCondition(ctx, cond, expr, objects)
 	if !out.done && out.err == nil {
+		out.message = "waiting until " + expr + " (" + selectedText(audienceOf(t), w.Include, selected, idle) + ")"
 		out.waitsOn = waiting.waitsOn
 	}
 	return watch.finish(out)
+}
+
+// selectedText says which objects a pending wait step's condition saw, as
+// far as the target's readers may see them (the others counted), and how
+// many of them nobody is deleting: "2 object(s) selected: Widget ops/a and
+// 1 object outside namespace ops; 1 not being deleted".
+func selectedText(readers Audience, include teardownv1alpha1.WaitInclude, selected []mention, idle int) string {
+	text := fmt.Sprintf("%d object(s) selected", len(selected))
+	if include == teardownv1alpha1.WaitIncludeDeleting {
+		text = fmt.Sprintf("%d object(s) being deleted", len(selected))
+	}
+	if len(selected) > 0 {
+		text += ": " + readers.summarizeFor(selected)
+	}
+	if idle > 0 {
+		text += fmt.Sprintf("; %d not being deleted", idle)
+	}
+	return text
 }
 
 // evalCondition evaluates a wait step's compiled condition over the selected
@@ -254,12 +335,14 @@ func (r *Runner) watchDependencies(pol *policy.Policy, key string, i int, t Obje
 	}
 	deps := make([]waits.Dependency, 0, len(resources))
 	for _, res := range resources {
-		gvk, opts, err := r.listOptions(pol, res, t)
+		sc, err := r.listOptions(pol, res, t)
 		if err != nil {
 			return nil, err
 		}
-		scope := (&client.ListOptions{}).ApplyOptions(opts)
-		deps = append(deps, waits.Dependency{GVK: gvk, Namespace: scope.Namespace, Selector: scope.LabelSelector})
+		// A namespaceSelector with labels watches every namespace: a
+		// change elsewhere only wakes the step, which reads its own.
+		scope := (&client.ListOptions{}).ApplyOptions(sc.opts)
+		deps = append(deps, waits.Dependency{GVK: sc.gvk, Namespace: scope.Namespace, Selector: scope.LabelSelector})
 	}
 	w := &stepWatch{
 		registry: r.Waits,

@@ -62,6 +62,8 @@ func (w *waitReads) init() {
 type waitRead struct {
 	objects []any
 	names   []types.NamespacedName
+	// idle is how many of them are not being deleted.
+	idle int
 }
 
 // WaitTooLargeError says the objects a wait step selects hold more of what
@@ -77,34 +79,52 @@ func (e *WaitTooLargeError) Error() string {
 }
 
 // readForCondition lists the objects of res that step i of pol selects for
-// t, each as the fields its condition reads.
-func (r *Runner) readForCondition(ctx context.Context, reader client.Reader, pol *policy.Policy, res teardownv1alpha1.ResourceSelector, fields *policy.Fields, t Object) (schema.GroupVersionKind, *waitRead, error) {
-	gvk, opts, err := r.listOptions(pol, res, t)
+// t (those being deleted only, for include Deleting), each as the fields its
+// condition reads.
+func (r *Runner) readForCondition(ctx context.Context, reader client.Reader, pol *policy.Policy, res teardownv1alpha1.ResourceSelector, fields *policy.Fields, include teardownv1alpha1.WaitInclude, t Object) (schema.GroupVersionKind, *waitRead, error) {
+	sc, err := r.listOptions(pol, res, t)
 	if err != nil {
-		return gvk, nil, err
+		return sc.gvk, nil, err
 	}
-	scope := (&client.ListOptions{}).ApplyOptions(opts)
-	selector := ""
+	scope := (&client.ListOptions{}).ApplyOptions(sc.opts)
+	selector, namespaces := "", ""
 	if scope.LabelSelector != nil {
 		selector = scope.LabelSelector.String()
 	}
-	key := fmt.Sprintf("%p\x00%s\x00%s\x00%s\x00%s", reader, gvk, scope.Namespace, selector, fields)
+	if sc.namespaces != nil {
+		namespaces = sc.namespaces.String()
+	}
+	key := fmt.Sprintf("%p\x00%s\x00%s\x00%s\x00%s\x00%s\x00%s", reader, sc.gvk, scope.Namespace, selector, namespaces, include, fields)
 	r.reads.init()
 	v, err, _ := r.reads.flight.Do(key, func() (any, error) {
-		return r.listProjected(ctx, reader, gvk, opts, fields)
+		in, err := inNamespaces(ctx, reader, sc)
+		if err != nil {
+			return nil, err
+		}
+		return r.listProjected(ctx, reader, sc.gvk, sc.opts, in, include == teardownv1alpha1.WaitIncludeDeleting, fields)
 	})
 	if err != nil {
-		return gvk, nil, err
+		return sc.gvk, nil, err
 	}
-	return gvk, v.(*waitRead), nil
+	return sc.gvk, v.(*waitRead), nil
 }
 
-// listProjected lists page by page, keeping of each object what fields
-// reads, up to MaxWaitRead.
-func (r *Runner) listProjected(ctx context.Context, reader client.Reader, gvk schema.GroupVersionKind, opts []client.ListOption, fields *policy.Fields) (*waitRead, error) {
+// listProjected lists page by page, keeping of each object of a namespace
+// in counts (and being deleted, when onlyDeleting) what fields reads, up to
+// MaxWaitRead.
+func (r *Runner) listProjected(ctx context.Context, reader client.Reader, gvk schema.GroupVersionKind, opts []client.ListOption, in func(ns string) bool, onlyDeleting bool, fields *policy.Fields) (*waitRead, error) {
 	out := &waitRead{}
 	size := 0
 	keep := func(obj map[string]any, ns, name string) error {
+		if !in(ns) {
+			return nil
+		}
+		if _, deleting, _ := unstructured.NestedFieldNoCopy(obj, "metadata", "deletionTimestamp"); !deleting {
+			if onlyDeleting {
+				return nil
+			}
+			out.idle++
+		}
 		p := fields.Project(obj)
 		size += approxSize(p) + 32 + len(ns) + len(name)
 		if size > MaxWaitRead {

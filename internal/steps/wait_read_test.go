@@ -105,7 +105,7 @@ func TestWaitReadDecisions(t *testing.T) {
 			}
 			reader := &pagedReader{n: tc.n, size: tc.size}
 			r := &Runner{Mapper: testMapper()}
-			_, read, err := r.readForCondition(t.Context(), reader, pol, configMapSelector(), reads, Object{GVK: schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, Obj: target()})
+			_, read, err := r.readForCondition(t.Context(), reader, pol, configMapSelector(), reads, "", Object{GVK: schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, Obj: target()})
 			var tooLarge *WaitTooLargeError
 			if got := errors.As(err, &tooLarge); got != tc.wantTooLarge {
 				t.Fatalf("err = %v, want too large %v", err, tc.wantTooLarge)
@@ -141,7 +141,7 @@ func TestWaitReadShared(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 16 {
 		wg.Go(func() {
-			if _, _, err := r.readForCondition(t.Context(), reader, pol, configMapSelector(), reads, Object{GVK: schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, Obj: target()}); err != nil {
+			if _, _, err := r.readForCondition(t.Context(), reader, pol, configMapSelector(), reads, "", Object{GVK: schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, Obj: target()}); err != nil {
 				t.Error(err)
 			}
 		})

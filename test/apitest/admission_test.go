@@ -130,6 +130,16 @@ func TestAdmissionRefusesInvalidPolicies(t *testing.T) {
 			want: "namespaceSelector is only allowed on a ClusterTeardownPolicy",
 		},
 		{
+			name: "namespaceSelector in a wait step of a TeardownPolicy",
+			spec: withSteps("- name: widgets-gone\n  wait: {resources: [{apiVersion: v1, kind: ConfigMap, selector: {}, namespaceSelector: {}}]}\n"),
+			want: "namespaceSelector in a wait or delete step is only allowed on a ClusterTeardownPolicy",
+		},
+		{
+			name: "namespaceSelector in a delete step of a TeardownPolicy",
+			spec: withSteps("- name: delete-widgets\n  delete: {resources: [{apiVersion: v1, kind: ConfigMap, selector: {matchLabels: {app: w}}, namespaceSelector: {matchLabels: {team: red}}}]}\n"),
+			want: "namespaceSelector in a wait or delete step is only allowed on a ClusterTeardownPolicy",
+		},
+		{
 			name: "job namespace on a TeardownPolicy",
 			spec: withSteps("- name: drain\n  job: {namespace: ops, template: {spec: {}}}\n"),
 			want: "job.namespace is only allowed on a ClusterTeardownPolicy",

@@ -240,7 +240,8 @@ func fullSpec() teardownv1alpha1.TeardownPolicySpec {
 				Delete: &teardownv1alpha1.DeleteAction{
 					Resources: []teardownv1alpha1.ResourceSelector{{
 						APIVersion: "apps/v1", Kind: "DaemonSet",
-						Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "agent"}},
+						Selector:          &metav1.LabelSelector{MatchLabels: map[string]string{"app": "agent"}},
+						NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}},
 					}},
 					PropagationPolicy: metav1.DeletePropagationOrphan,
 				},
@@ -249,7 +250,7 @@ func fullSpec() teardownv1alpha1.TeardownPolicySpec {
 			{
 				Name: "wait",
 				Wait: &teardownv1alpha1.WaitAction{
-					Resources: []teardownv1alpha1.ResourceSelector{{APIVersion: "v1", Kind: "Pod", Selector: &metav1.LabelSelector{}}},
+					Resources: []teardownv1alpha1.ResourceSelector{{APIVersion: "v1", Kind: "Pod", Selector: &metav1.LabelSelector{}, NamespaceSelector: &metav1.LabelSelector{}}},
 					Condition: "objects.all(o, o.metadata.name != 'keep')",
 				},
 				OnFailure: teardownv1alpha1.FailureRetry,
