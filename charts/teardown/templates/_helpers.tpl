@@ -24,10 +24,19 @@ app.kubernetes.io/name: teardown-controller
 
 {{/* The controller image, by digest when one is given. */}}
 {{- define "teardown.image" -}}
+{{- $repo := .Values.image.repository -}}
+{{- with .Values.image.registry -}}
+{{- $parts := splitList "/" $repo -}}
+{{- $first := first $parts -}}
+{{- if and (gt (len $parts) 1) (or (contains "." $first) (contains ":" $first) (eq "localhost" $first)) -}}
+{{- $parts = rest $parts -}}
+{{- end -}}
+{{- $repo = printf "%s/%s" (trimSuffix "/" .) (join "/" $parts) -}}
+{{- end -}}
 {{- if .Values.image.digest -}}
-{{ .Values.image.repository }}@{{ .Values.image.digest }}
+{{ $repo }}@{{ .Values.image.digest }}
 {{- else -}}
-{{ .Values.image.repository }}:{{ default .Chart.AppVersion .Values.image.tag }}
+{{ $repo }}:{{ default .Chart.AppVersion .Values.image.tag }}
 {{- end -}}
 {{- end }}
 

@@ -68,6 +68,7 @@ type Values struct {
 	Webhook           Webhook           `json:"webhook"`
 	InUseWebhook      InUseWebhook      `json:"inUseWebhook"`
 	AdmissionPolicies Toggle            `json:"admissionPolicies"`
+	NetworkPolicy     NetworkPolicy     `json:"networkPolicy"`
 	ServiceMonitor    Monitor           `json:"serviceMonitor"`
 	PodMonitor        Monitor           `json:"podMonitor"`
 	PrometheusRule    Monitor           `json:"prometheusRule"`
@@ -90,6 +91,8 @@ type Values struct {
 // The teardown-controller image (also the uninstall hook's).
 type Image struct {
 	Repository string `json:"repository" jsonschema:"minLength=1"`
+	// A mirror (host, and path if any) that replaces repository's registry: mirror.example.com/ghcr pulls mirror.example.com/ghcr/teardown-dev/teardown-controller.
+	Registry string `json:"registry"`
 	// Used when digest is empty; empty: the chart's appVersion.
 	Tag string `json:"tag"`
 	// sha256:…; when set the image is pulled by digest and tag is not used.
@@ -120,6 +123,13 @@ type CRDs struct {
 	// Keep them on helm uninstall (deleting a CRD deletes every policy of
 	// its kind).
 	Keep bool `json:"keep"`
+}
+
+// An opt-in NetworkPolicy: ingress to the controller's pods only on its probe, metrics and webhook ports; egress stays open (the API server and the webhook receivers policies name).
+type NetworkPolicy struct {
+	Enabled bool `json:"enabled"`
+	// Who may scrape the metrics port (NetworkPolicyPeer objects); empty: anyone (the endpoint still authorizes each client when metrics.secure).
+	MetricsFrom []Object `json:"metricsFrom"`
 }
 
 type Toggle struct {
