@@ -126,7 +126,7 @@ func noStrayArguments(args []string) error {
 	if len(args) == 0 {
 		return nil
 	}
-	return fmt.Errorf("unknown command or argument %q: the commands are uninstall and version; without one it runs the controller, which takes only flags (--help)", args[0])
+	return fmt.Errorf("unknown command or argument %q: the commands are uninstall, check and version; without one it runs the controller, which takes only flags (--help)", args[0])
 }
 
 // usage lists the commands before the flags.

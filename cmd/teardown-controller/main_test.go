@@ -70,7 +70,7 @@ current-context: c
 func TestStrayArgumentsStartNoController(t *testing.T) {
 	for _, args := range [][]string{{"unistall"}, {"--leader-elect", "run"}, {"version", "extra"}} {
 		code, out := runMain(t, args...)
-		if code != 2 || !strings.Contains(out, "the commands are uninstall and version") {
+		if code != 2 || !strings.Contains(out, "the commands are uninstall, check and version") {
 			t.Errorf("teardown-controller %v: exit %d, output:\n%s", args, code, out)
 		}
 	}

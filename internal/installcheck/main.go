@@ -62,7 +62,7 @@ Checks that Teardown is installed and working: the CRDs established and served,
 the admission policies bound, a controller leading with a recent Lease and a
 ready Deployment, each enabled admission webhook with a CA bundle and a ready
 endpoint, the CRDs and the controller of one release. The chart runs it as its
-helm test (and, with check.postInstall.enabled, after install and upgrade).
+helm test (and, with check.postInstall=true, after install and upgrade).
 
 Exit codes: 0 every check passed; 1 a check failed (each says why) or the API
 failed; 2 usage error. See docs/cli.md#check.

@@ -108,7 +108,7 @@ func newStatusOptions(flags *genericclioptions.ConfigFlags, streams genericioopt
 func newStatusCommand(o *StatusOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status",
-		Short: "List the Terminating objects of a namespace (or -A), with their diagnose.Age and a one-line blocker",
+		Short: "List the Terminating objects of a namespace (or -A), with their age and a one-line blocker",
 		Long: `Status lists the objects being deleted, how long each has been terminating, and
 a one-line blocker. Like kubectl get, it lists one namespace: -n, or else the
 kubeconfig context's namespace; a terminating namespace is listed with what it
