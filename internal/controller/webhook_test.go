@@ -117,19 +117,7 @@ func TestWebhookRetriedUntilSuccess(t *testing.T) {
 			answerJSON(w, http.StatusOK, steps.WebhookResponse{Status: steps.WebhookSuccess})
 		}
 	})
-	pol := &teardownv1alpha1.TeardownPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: "external", Namespace: ns},
-		Spec: teardownv1alpha1.TeardownPolicySpec{
-			Targets: []teardownv1alpha1.Target{{APIVersion: "v1", Kind: "ConfigMap", Selector: selector("external", "record")}},
-			Steps:   []teardownv1alpha1.Step{srv.webhookStep("remove-record")},
-		},
-	}
-	create(t, pol)
-	mustBeReady(t, pol)
-	key := ns + ".teardown.dev/external"
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "bucket", Namespace: ns, Labels: map[string]string{"external": "record"}}}
-	create(t, cm)
-	testenv.Eventually(t, 20*time.Second, "the derived finalizer "+key, hasFinalizer(cm, key))
+	pol, cm := guardedBucket(t, ns, "external", srv)
 	mu.Lock()
 	records[string(cm.UID)] = true
 	mu.Unlock()
@@ -180,19 +168,7 @@ func TestFailingReceiverIsBackedOff(t *testing.T) {
 	srv := newCleanupServer(t, func(_ int, _ steps.WebhookRequest, w http.ResponseWriter) {
 		answerJSON(w, http.StatusInternalServerError, steps.WebhookResponse{Status: steps.WebhookFailure, Message: "database unavailable"})
 	})
-	pol := &teardownv1alpha1.TeardownPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: "failing", Namespace: ns},
-		Spec: teardownv1alpha1.TeardownPolicySpec{
-			Targets: []teardownv1alpha1.Target{{APIVersion: "v1", Kind: "ConfigMap", Selector: selector("external", "record")}},
-			Steps:   []teardownv1alpha1.Step{srv.webhookStep("remove-record")},
-		},
-	}
-	create(t, pol)
-	mustBeReady(t, pol)
-	key := ns + ".teardown.dev/failing"
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "bucket", Namespace: ns, Labels: map[string]string{"external": "record"}}}
-	create(t, cm)
-	testenv.Eventually(t, 20*time.Second, "the derived finalizer "+key, hasFinalizer(cm, key))
+	pol, cm := guardedBucket(t, ns, "failing", srv)
 	del(t, cm)
 	testenv.Eventually(t, 20*time.Second, "the first call", func(context.Context) (bool, error) { return len(srv.calls()) >= 1, nil })
 	const window = 6 * time.Second
@@ -212,4 +188,24 @@ func TestFailingReceiverIsBackedOff(t *testing.T) {
 		status, _, err := statusOf(ctx, pol)
 		return err == nil && len(status.RecentFailures) == 1 && strings.Contains(status.RecentFailures[0].Message, "database unavailable"), err
 	})
+}
+
+// guardedBucket serves TeardownPolicy name of ns, whose one step
+// remove-record calls srv, and creates the ConfigMap bucket it guards.
+func guardedBucket(t *testing.T, ns, name string, srv *cleanupServer) (*teardownv1alpha1.TeardownPolicy, *corev1.ConfigMap) {
+	t.Helper()
+	pol := &teardownv1alpha1.TeardownPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: teardownv1alpha1.TeardownPolicySpec{
+			Targets: []teardownv1alpha1.Target{{APIVersion: "v1", Kind: "ConfigMap", Selector: selector("external", "record")}},
+			Steps:   []teardownv1alpha1.Step{srv.webhookStep("remove-record")},
+		},
+	}
+	create(t, pol)
+	mustBeReady(t, pol)
+	key := ns + ".teardown.dev/" + name
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "bucket", Namespace: ns, Labels: map[string]string{"external": "record"}}}
+	create(t, cm)
+	testenv.Eventually(t, 20*time.Second, "the derived finalizer "+key, hasFinalizer(cm, key))
+	return pol, cm
 }
