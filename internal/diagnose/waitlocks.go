@@ -13,10 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 )
-
-var gvrConfigMaps = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 
 // leaderLockHeld: a workload with ready replicas reconciles only through
 // its leader. Its leader lock says who that is: a coordination.k8s.io Lease

@@ -7,6 +7,7 @@ package guarded
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -89,7 +90,7 @@ func TestApplyRecordsRefusals(t *testing.T) {
 			got := ""
 			if l := s.Refused.List(); len(l) == 1 {
 				got = l[0].Write
-				if tc.answer == full && l[0].Message == "" {
+				if errors.Is(tc.answer, full) && l[0].Message == "" {
 					t.Error("a refusal is held without the API server's answer")
 				}
 			}

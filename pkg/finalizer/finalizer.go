@@ -457,7 +457,8 @@ func (f *Finalizers) removeIf(ctx context.Context, obj client.Object, e *entry, 
 	if res.State == StateRelease {
 		prev, _ := readOneProgress(obj, e.name)
 		p := Progress{Finalizer: e.name, State: StateRelease, Message: res.Reason, Attempts: prev.Attempts, DeadlineExceeded: cause == causeDeadline}
-		f.recordProgress(ctx, obj, Progress{}, p)
+		// A refused record of a release is logged only: the key goes anyway.
+		_ = f.recordProgress(ctx, obj, Progress{}, p)
 	}
 	removed, err := removeIf(ctx, f.client, obj, e.name, still, f.guard)
 	if err != nil || !removed {

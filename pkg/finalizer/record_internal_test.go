@@ -52,7 +52,7 @@ func TestProgressRecordsAttempts(t *testing.T) {
 	prev := Progress{}
 	record := func(state State, attempts int) {
 		p := Progress{Finalizer: "a.io/x", State: state, Message: "webhook down", Attempts: attempts}
-		f.recordProgress(t.Context(), obj, prev, p)
+		_ = f.recordProgress(t.Context(), obj, prev, p)
 		if n := len(c.patches); n > 0 {
 			prev = c.patches[n-1]
 		}

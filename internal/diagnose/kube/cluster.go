@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"sync"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
@@ -38,9 +37,8 @@ type Cluster struct {
 	mu   sync.Mutex
 	once map[string]*sync.Once
 	// memo holds every cached list and derived value, by key.
-	memo    map[string]any
-	nsCache map[string]namespaceRead
-	scopes  map[string]scopeRead
+	memo   map[string]any
+	scopes map[string]scopeRead
 	// bulk reads lists instead of single objects (Bulk).
 	bulk bool
 	// namedReviews counts, on a Bulk Cluster, the SubjectAccessReviews
@@ -184,8 +182,3 @@ func Memo[T any](c *Cluster, key string, load func() T) T {
 	return v
 }
 
-// namespaceRead is one namespace as read, or the error.
-type namespaceRead struct {
-	ns  *corev1.Namespace
-	err error
-}
