@@ -13,6 +13,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -443,4 +444,29 @@ func (e *Explainer) runningWriter(ctx context.Context, manager string) (signals.
 		return signals.Match{}, false
 	}
 	return ms[0], true
+}
+
+// workloadRunning: family 4 for the owner's liveness. No workload is named
+// or labelled after the client that wrote the finalizer, but one runs it
+// (a provider named after its package revision, a controller under the
+// user's release name): that workload is the owner's, judged as any other,
+// so an operator that runs is never called missing; as any candidate, it is
+// passed over when it is another installation (remover.go, bestRemover).
+func (e *Explainer) workloadRunning(ctx context.Context, gvr schema.GroupVersionResource, obj metav1.Object, o *Owner) (workload, bool) {
+	m, ok := e.runningWriter(ctx, o.Manager)
+	if !ok {
+		return workload{}, false
+	}
+	for _, w := range workloadList(ctx, e.c) {
+		if w.Ref.Kind != m.Workload.Ref.Kind || w.Ref.Namespace != m.Workload.Ref.Namespace || w.Ref.Name != m.Workload.Ref.Name {
+			continue
+		}
+		if _, ok := e.bestRemover(ctx, gvr, obj, o, []workload{w}); !ok {
+			return workload{}, false
+		}
+		o.Evidence = append(o.Evidence, fmt.Sprintf("%s runs %q, the client that wrote the finalizer (%s)", w.Ref, o.Manager, strings.Join(m.Why, "; ")))
+		o.Confidence = ConfidenceLikely
+		return w, true
+	}
+	return workload{}, false
 }
