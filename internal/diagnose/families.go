@@ -58,6 +58,9 @@ const (
 // helpers its owner names, the objects that name it, and whether the only
 // news is the same failure again.
 func (e *Explainer) familyWaits(ctx context.Context, fd *Finding, s subject) []Finding {
+	if e.skipFamilies {
+		return nil
+	}
 	u := e.fullObject(ctx, s)
 	if u == nil {
 		u = metaOnly(s)
@@ -288,7 +291,9 @@ func (e *Explainer) helperFindings(ctx context.Context, s subject, fd *Finding) 
 			continue
 		}
 		msg := fmt.Sprintf("%s's helper failed: %s", ownerName(fd), f)
-		if q := f.Access; q != nil {
+		// status (a Bulk run) leaves the question to explain: its requests
+		// must not grow with the objects it lists.
+		if q := f.Access; q != nil && !e.c.IsBulk() {
 			user := "system:serviceaccount:" + q.Namespace + ":" + q.ServiceAccount
 			st, err := e.c.AccessReview(ctx, user, []string{"system:serviceaccounts", "system:serviceaccounts:" + q.Namespace, "system:authenticated"},
 				authorizationv1.ResourceAttributes{Verb: q.Verb, Group: q.Group, Resource: q.Resource, Namespace: q.In})

@@ -359,3 +359,37 @@ func TestOwnerFoundByWhatRuns(t *testing.T) {
 		})
 	}
 }
+
+// TestHelperReviewNotInBulk: status (a Bulk run) asks no SubjectAccessReview
+// per object for a helper's Forbidden; explain does.
+func TestHelperReviewNotInBulk(t *testing.T) {
+	tc := familyScenarios()["family 5: a provisioner's helper pod forbidden, confirmed by a SubjectAccessReview"]
+	for _, bulk := range []bool{false, true} {
+		objs := make([]runtime.Object, 0, len(tc.cluster))
+		for _, d := range tc.cluster {
+			u := &unstructured.Unstructured{}
+			if err := yaml.Unmarshal([]byte(d), &u.Object); err != nil {
+				t.Fatal(err)
+			}
+			objs = append(objs, u)
+		}
+		c, f := kubefake.New(t, objs...)
+		reviews := 0
+		f.Kube.PrependReactor("create", "subjectaccessreviews", func(k8stesting.Action) (bool, runtime.Object, error) {
+			reviews++
+			return true, &authorizationv1.SubjectAccessReview{}, nil
+		})
+		if bulk {
+			c.Bulk()
+		}
+		e := NewExplainer(c, familyNow)
+		s := familySubject(t, tc.target, tc.resource)
+		ref := refOf(s.GVR, s.GVK, s.Obj)
+		fd := &Finding{Cause: tc.cause, Severity: SeverityBlocker, Object: &ref, Finalizer: s.Obj.GetFinalizers()[0], Message: tc.message,
+			Owner: &Owner{Component: "its operator", State: OwnerAlive, Source: SourceManager}}
+		found := e.familyWaits(context.Background(), fd, s)
+		if len(found) != 1 || found[0].Cause != CauseHelperFailed || (reviews == 0) != bulk {
+			t.Errorf("bulk %v: %d SubjectAccessReview(s), findings %+v", bulk, reviews, found)
+		}
+	}
+}
