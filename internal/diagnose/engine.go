@@ -44,6 +44,9 @@ type Explainer struct {
 	gcStallAfter time.Duration
 	// skipDryRun leaves out B3 (WithoutRemovalDryRun).
 	skipDryRun bool
+	// skipFamilies leaves out issue 26's family questions (families.go):
+	// the benchmark's same-run baseline only.
+	skipFamilies bool
 
 	mu      sync.Mutex
 	visited map[types.UID]bool

@@ -13,6 +13,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -57,6 +58,9 @@ const (
 // helpers its owner names, the objects that name it, and whether the only
 // news is the same failure again.
 func (e *Explainer) familyWaits(ctx context.Context, fd *Finding, s subject) []Finding {
+	if e.skipFamilies {
+		return nil
+	}
 	u := e.fullObject(ctx, s)
 	if u == nil {
 		u = metaOnly(s)
@@ -287,7 +291,9 @@ func (e *Explainer) helperFindings(ctx context.Context, s subject, fd *Finding) 
 			continue
 		}
 		msg := fmt.Sprintf("%s's helper failed: %s", ownerName(fd), f)
-		if q := f.Access; q != nil {
+		// status (a Bulk run) leaves the question to explain: its requests
+		// must not grow with the objects it lists.
+		if q := f.Access; q != nil && !e.c.IsBulk() {
 			user := "system:serviceaccount:" + q.Namespace + ":" + q.ServiceAccount
 			st, err := e.c.AccessReview(ctx, user, []string{"system:serviceaccounts", "system:serviceaccounts:" + q.Namespace, "system:authenticated"},
 				authorizationv1.ResourceAttributes{Verb: q.Verb, Group: q.Group, Resource: q.Resource, Namespace: q.In})
@@ -443,4 +449,29 @@ func (e *Explainer) runningWriter(ctx context.Context, manager string) (signals.
 		return signals.Match{}, false
 	}
 	return ms[0], true
+}
+
+// workloadRunning: family 4 for the owner's liveness. No workload is named
+// or labelled after the client that wrote the finalizer, but one runs it
+// (a provider named after its package revision, a controller under the
+// user's release name): that workload is the owner's, judged as any other,
+// so an operator that runs is never called missing; as any candidate, it is
+// passed over when it is another installation (remover.go, bestRemover).
+func (e *Explainer) workloadRunning(ctx context.Context, gvr schema.GroupVersionResource, obj metav1.Object, o *Owner) (workload, bool) {
+	m, ok := e.runningWriter(ctx, o.Manager)
+	if !ok {
+		return workload{}, false
+	}
+	for _, w := range workloadList(ctx, e.c) {
+		if w.Ref.Kind != m.Workload.Ref.Kind || w.Ref.Namespace != m.Workload.Ref.Namespace || w.Ref.Name != m.Workload.Ref.Name {
+			continue
+		}
+		if _, ok := e.bestRemover(ctx, gvr, obj, o, []workload{w}); !ok {
+			return workload{}, false
+		}
+		o.Evidence = append(o.Evidence, fmt.Sprintf("%s runs %q, the client that wrote the finalizer (%s)", w.Ref, o.Manager, strings.Join(m.Why, "; ")))
+		o.Confidence = ConfidenceLikely
+		return w, true
+	}
+	return workload{}, false
 }

@@ -315,6 +315,81 @@ func TestExplainFamilyScenarios(t *testing.T) {
 			if rep.Verdict != verdict {
 				t.Errorf("%s: verdict %q (evidence %q, checked %q), want %q", tc.thread, rep.Verdict, rep.ProgressEvidence, rep.Checked, verdict)
 			}
+			// Blocked or not, it says what it checked of the finalizer.
+			if !strings.Contains(strings.Join(rep.Checked, "\n"), fin+": ") {
+				t.Errorf("%s: checked %q, want %s's finding", tc.thread, rep.Checked, fin)
+			}
 		})
+	}
+}
+
+// TestOwnerFoundByWhatRuns: family 4 for the owner's liveness. A Crossplane
+// provider runs as a Deployment named after its package revision, the
+// binary that wrote the finalizer in its args: it is the owner, alive, not
+// "missing" (crossplane-contrib/provider-helm#102).
+func TestOwnerFoundByWhatRuns(t *testing.T) {
+	target := `{apiVersion: helm.crossplane.io/v1beta1, kind: ProviderConfigUsage, metadata: {name: release-1, namespace: apps, uid: pcu-1, deletionTimestamp: "2026-11-28T11:00:00Z", finalizers: [in-use.crossplane.io],
+  managedFields: [{manager: crossplane-helm-provider, operation: Update, apiVersion: helm.crossplane.io/v1beta1, fieldsType: FieldsV1, fieldsV1: {"f:metadata": {"f:finalizers": {".": {}, "v:\"in-use.crossplane.io\"": {}}}}}]}}`
+	provider := `{apiVersion: apps/v1, kind: Deployment, metadata: {name: crossplane-contrib-provider-helm-1a2b3c, namespace: upbound-system},
+  spec: {replicas: 1, selector: {matchLabels: {app: p}}, template: {metadata: {labels: {app: p}}, spec: {serviceAccountName: crossplane-contrib-provider-helm-1a2b3c, containers: [{name: package-runtime, image: xpkg.upbound.io/crossplane-contrib/provider-helm:v0.9.0, args: [crossplane-helm-provider, --debug]}]}}},
+  status: {replicas: 1, readyReplicas: 1, availableReplicas: 1}}`
+	for name, tc := range map[string]struct {
+		cluster []string
+		state   string
+	}{
+		"the provider runs: alive":            {cluster: []string{provider}, state: OwnerAlive},
+		"nothing runs it: missing, as before": {state: OwnerMissing},
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := familyExplainer(t, append(tc.cluster, target)...)
+			s := familySubject(t, target, "providerconfigusages")
+			rep, err := e.ExplainObject(context.Background(), Target{GVR: s.GVR, GVK: s.GVK, Namespaced: true, Namespace: "apps", Name: "release-1"}, s.Obj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var f *Finding
+			WalkFindings(rep.Findings, func(x *Finding) {
+				if f == nil && x.Finalizer == "in-use.crossplane.io" && x.Owner != nil {
+					f = x
+				}
+			})
+			if f == nil || f.Owner.State != tc.state {
+				t.Fatalf("owner %+v, want %s", f, tc.state)
+			}
+		})
+	}
+}
+
+// TestHelperReviewNotInBulk: status (a Bulk run) asks no SubjectAccessReview
+// per object for a helper's Forbidden; explain does.
+func TestHelperReviewNotInBulk(t *testing.T) {
+	tc := familyScenarios()["family 5: a provisioner's helper pod forbidden, confirmed by a SubjectAccessReview"]
+	for _, bulk := range []bool{false, true} {
+		objs := make([]runtime.Object, 0, len(tc.cluster))
+		for _, d := range tc.cluster {
+			u := &unstructured.Unstructured{}
+			if err := yaml.Unmarshal([]byte(d), &u.Object); err != nil {
+				t.Fatal(err)
+			}
+			objs = append(objs, u)
+		}
+		c, f := kubefake.New(t, objs...)
+		reviews := 0
+		f.Kube.PrependReactor("create", "subjectaccessreviews", func(k8stesting.Action) (bool, runtime.Object, error) {
+			reviews++
+			return true, &authorizationv1.SubjectAccessReview{}, nil
+		})
+		if bulk {
+			c.Bulk()
+		}
+		e := NewExplainer(c, familyNow)
+		s := familySubject(t, tc.target, tc.resource)
+		ref := refOf(s.GVR, s.GVK, s.Obj)
+		fd := &Finding{Cause: tc.cause, Severity: SeverityBlocker, Object: &ref, Finalizer: s.Obj.GetFinalizers()[0], Message: tc.message,
+			Owner: &Owner{Component: "its operator", State: OwnerAlive, Source: SourceManager}}
+		found := e.familyWaits(context.Background(), fd, s)
+		if len(found) != 1 || found[0].Cause != CauseHelperFailed || (reviews == 0) != bulk {
+			t.Errorf("bulk %v: %d SubjectAccessReview(s), findings %+v", bulk, reviews, found)
+		}
 	}
 }

@@ -196,6 +196,9 @@ func (e *Explainer) findOwnerWorkload(ctx context.Context, gvr schema.GroupVersi
 		// each judged by what its ServiceAccount may write.
 		w, ok = e.pickRemover(ctx, gvr, obj, o, candidates, managers)
 	}
+	if !ok && o.Source != SourcePolicy && o.Manager != "" && !isGenericManager(o.Manager) {
+		w, ok = e.workloadRunning(ctx, gvr, obj, o) // families.go: the remover by what runs
+	}
 	if ok && o.Source == SourcePolicy {
 		o.Confidence = ConfidenceCertain
 	}

@@ -59,33 +59,25 @@ const CauseStalled = "Stalled"
 // ProgressWindow is how recent a change must be to count as progress.
 const ProgressWindow = 10 * time.Minute
 
-// judgeProgress sets rep's verdict, and for a Terminating object with no
-// blocker, the evidence of progress, what was checked and what could not be
-// read. obj is the target as read.
+// judgeProgress sets a Terminating object's verdict and what was checked
+// of its finalizers; with no blocker, also the evidence of progress, the
+// conditions and Events checked and what could not be read. obj is the
+// target as read.
 func (e *Explainer) judgeProgress(ctx context.Context, t Target, obj metav1.Object, rep *Report) {
-	switch {
-	case rep.Blocked:
-		rep.Verdict = VerdictBlocked
+	if !rep.Terminating {
 		return
-	case !rep.Terminating:
+	}
+	checked, unread := finalizerChecks(rep, obj)
+	if rep.Blocked {
+		rep.Verdict, rep.Checked, rep.NotReadable = VerdictBlocked, checked, dedupe(unread)
 		return
 	}
 	dts := obj.GetDeletionTimestamp().Time
-	var evidence, checked, unread []string
+	var evidence []string
 	if e.now.Before(dts) {
 		evidence = append(evidence, fmt.Sprintf("inside its grace period until %s (%s left)", dts.UTC().Format(time.RFC3339), Age(dts.Sub(e.now))))
 	}
 	WalkFindings(rep.Findings, func(f *Finding) {
-		if f.Finalizer != "" && f.Object != nil && f.Object.UID == string(obj.GetUID()) {
-			state := ""
-			if f.Owner != nil {
-				state = fmt.Sprintf(" (owner %s: %s)", orUnknown(f.Owner.Component), f.Owner.State)
-				if f.Owner.State == OwnerUnknown {
-					unread = append(unread, fmt.Sprintf("the liveness of %s, the owner of %s", orUnknown(f.Owner.Component), f.Finalizer))
-				}
-			}
-			checked = append(checked, fmt.Sprintf("%s: %s%s", f.Finalizer, f.Cause, state))
-		}
 		switch f.Cause {
 		case CauseProgressNotRecorded:
 			unread = append(unread, fmt.Sprintf("the progress of %s: the API server refuses its record (refusedObjects of the policy)", f.Finalizer))
@@ -110,6 +102,26 @@ func (e *Explainer) judgeProgress(ctx context.Context, t Target, obj metav1.Obje
 	default:
 		rep.Verdict = VerdictStalled
 	}
+}
+
+// finalizerChecks is what the walk checked of each of obj's finalizers
+// (its cause, and its owner's state), and the owners whose liveness it
+// could not read.
+func finalizerChecks(rep *Report, obj metav1.Object) (checked, unread []string) {
+	WalkFindings(rep.Findings, func(f *Finding) {
+		if f.Finalizer == "" || f.Object == nil || f.Object.UID != string(obj.GetUID()) {
+			return
+		}
+		state := ""
+		if f.Owner != nil {
+			state = fmt.Sprintf(" (owner %s: %s)", orUnknown(f.Owner.Component), f.Owner.State)
+			if f.Owner.State == OwnerUnknown {
+				unread = append(unread, fmt.Sprintf("the liveness of %s, the owner of %s", orUnknown(f.Owner.Component), f.Finalizer))
+			}
+		}
+		checked = append(checked, fmt.Sprintf("%s: %s%s", f.Finalizer, f.Cause, state))
+	})
+	return checked, unread
 }
 
 // boundedWait is the evidence a finding gives of a wait with a deadline.

@@ -48,11 +48,14 @@ func needCluster(t *testing.T) {
 // types of their own (not diagnose.Report) so that the files compile
 // against every version of the engine they measure.
 type report struct {
-	Blocked      bool      `json:"blocked"`
-	Unreadable   bool      `json:"unreadable"`
-	Access       []access  `json:"access"`
-	Findings     []finding `json:"findings"`
-	RootBlockers []finding `json:"rootBlockers"`
+	Blocked          bool      `json:"blocked"`
+	Verdict          string    `json:"verdict"`
+	ProgressEvidence []string  `json:"progressEvidence"`
+	Checked          []string  `json:"checked"`
+	Unreadable       bool      `json:"unreadable"`
+	Access           []access  `json:"access"`
+	Findings         []finding `json:"findings"`
+	RootBlockers     []finding `json:"rootBlockers"`
 }
 
 type access struct {
