@@ -164,13 +164,9 @@ func (w *PlanWait) fill(ctx context.Context, c *kube.Cluster, kc kubernetes.Inte
 	if i < 0 {
 		return fmt.Errorf("%s %s is not served by the API server", res.APIVersion, res.Kind)
 	}
-	isNamespace := obj.APIVersion == "v1" && obj.Kind == "Namespace"
-	ns, namespaces, scope, err := waitScope(p, res, resources[i].Namespaced, obj.Namespace, isNamespace)
+	ns, namespaces, scope, err := waitScope(p, res, resources[i].Namespaced, obj)
 	if err != nil {
 		return err
-	}
-	if scope == "" {
-		ns, scope = obj.Name, "namespace "+obj.Name
 	}
 	w.Scope = scope
 	sel, err := metav1.LabelSelectorAsSelector(res.Selector)
@@ -206,11 +202,11 @@ func (w *PlanWait) fill(ctx context.Context, c *kube.Cluster, kc kubernetes.Inte
 	return nil
 }
 
-// waitScope is where the controller looks for res on behalf of a target of
-// namespace targetNS (or the Namespace targetNS, isNamespace): the
-// namespace to list ("" for all), the namespaces whose objects count (nil:
-// all listed), and how to say it. It follows steps' listOptions.
-func waitScope(p stepPolicy, res teardownv1alpha1.ResourceSelector, namespaced bool, targetNS string, isNamespace bool) (ns string, namespaces labels.Selector, scope string, err error) {
+// waitScope is where the controller looks for res, of a namespaced kind or
+// not, on behalf of target: the namespace to list ("" for all), the
+// namespaces whose objects count (nil: all listed), and how to say it. It
+// follows the controller's own rule (steps' listOptions).
+func waitScope(p stepPolicy, res teardownv1alpha1.ResourceSelector, namespaced bool, target diagnose.ObjectRef) (ns string, namespaces labels.Selector, scope string, err error) {
 	switch {
 	case p.namespace != "":
 		return p.namespace, nil, "namespace " + p.namespace, nil
@@ -225,10 +221,10 @@ func waitScope(p stepPolicy, res teardownv1alpha1.ResourceSelector, namespaced b
 			return "", nil, "every namespace", nil
 		}
 		return "", sel, "namespaces matching " + sel.String(), nil
-	case targetNS != "":
-		return targetNS, nil, "namespace " + targetNS, nil
-	case isNamespace:
-		return "", nil, "", nil // filled by the caller
+	case target.Namespace != "":
+		return target.Namespace, nil, "namespace " + target.Namespace, nil
+	case target.APIVersion == "v1" && target.Kind == "Namespace":
+		return target.Name, nil, "namespace " + target.Name, nil
 	default:
 		return "", nil, "every namespace", nil
 	}

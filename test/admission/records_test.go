@@ -56,6 +56,12 @@ func TestRecordsAreTheControllers(t *testing.T) {
 		{"rewrite the progress record", merge(fmt.Sprintf(`{%q:%q}`, progress, `{"state":"Done"}`)), true},
 		{"remove the attached record", merge(fmt.Sprintf(`{%q:null}`, attached)), true},
 		{"claim another key was attached", merge(fmt.Sprintf(`{%q:"true"}`, finalizer.AttachedAnnotation("example.com/theirs"))), true},
+		// The deployment controller copies a Deployment's annotations to
+		// its ReplicaSets: a record bound to another object is inert.
+		{"copy another object's attached record", merge(fmt.Sprintf(`{%q:%q}`, finalizer.AttachedAnnotation("example.com/copied"),
+			"0b5e2b4e-1111-4c8e-9d3a-5f0c8a7e2d10/7d4c9f6a-2222-4b1e-8e5d-3a9b0c1d2e3f")), false},
+		{"attach a record bound to this object", merge(fmt.Sprintf(`{%q:%q}`, finalizer.AttachedAnnotation("example.com/mine"),
+			string(cm.UID)+"/7d4c9f6a-2222-4b1e-8e5d-3a9b0c1d2e3f")), true},
 		{"change an unrelated annotation", merge(`{"owner":"team-a"}`), false},
 		{"change labels", []byte(`{"metadata":{"labels":{"tier":"web"}}}`), false},
 	}
