@@ -283,7 +283,7 @@ func TestExplainFamilyScenarios(t *testing.T) {
 			u := s.Obj.(*unstructured.Unstructured)
 			fin := u.GetFinalizers()[0]
 			u.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "operator", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: u.GetAPIVersion(), FieldsType: "FieldsV1",
-				FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:finalizers":{".":{},"v:\"` + fin + `\"":{}}}}`)}}})
+				FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:finalizers":{".":{},"v:\"` + fin + `\"":{}}}}`)}})
 			target, err := yaml.Marshal(u.Object)
 			if err != nil {
 				t.Fatal(err)

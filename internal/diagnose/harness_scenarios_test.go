@@ -32,7 +32,7 @@ func TestFakeOwnerFamily(t *testing.T) {
 	svc := &corev1.Service{ObjectMeta: deleting("shop", "web", 10*time.Minute, "dns.example.com/records"),
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}
 	svc.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "dns-operator", Operation: metav1.ManagedFieldsOperationUpdate,
-		FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:finalizers":{"v:\"dns.example.com/records\"":{}}}}`)}}}
+		FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:finalizers":{"v:\"dns.example.com/records\"":{}}}}`)}}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}
 	operator := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "dns-operator", Namespace: "dns-system"},
 		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{

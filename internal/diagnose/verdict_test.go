@@ -34,7 +34,7 @@ func TestNoAllClearWithoutEvidence(t *testing.T) {
 		Status: appsv1.DeploymentStatus{Replicas: 1, ReadyReplicas: 1, AvailableReplicas: 1}}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}
 	managed := []metav1.ManagedFieldsEntry{{Manager: "bucket-operator", Operation: metav1.ManagedFieldsOperationUpdate,
-		FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:finalizers":{"v:\"` + fin + `\"":{}}}}`)}}}
+		FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:finalizers":{"v:\"` + fin + `\"":{}}}}`)}}
 	// bucket is a custom resource deleted 10 minutes ago, with conditions.
 	bucket := func(conds ...map[string]any) *unstructured.Unstructured {
 		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "example.com/v1", "kind": "Bucket"}}
