@@ -181,4 +181,3 @@ func Memo[T any](c *Cluster, key string, load func() T) T {
 	v, _ := cached(c, "memo/"+key, func() (T, error) { return load(), nil })
 	return v
 }
-
