@@ -246,11 +246,7 @@ func (r *Runner) Run(ctx context.Context, pol *policy.Policy, key string, t Obje
 			return finalizer.Pending(out.after, fmt.Sprintf("step %s: %s", step.Name, out.message))
 		case stepErr.Kind == Transient:
 			log.V(1).Info("Cleanup step hit a transient error; retrying", "step", step.Name, "err", out.err.Error())
-			if err := r.saveState(ctx, pol, key, t, &recorded, i, since); err != nil {
-				return fenced(err)
-			}
-			r.Waiting.set(key, t.Obj.GetUID(), Wait{Target: t.ref(), Policy: pol.Ref, Step: step.Name, Action: stepErr.Action, Failure: stepErr.Error()})
-			return retry(stepErr, out.after)
+			return r.retry(ctx, pol, key, t, &recorded, i, since, stepErr, out.after)
 		}
 		switch step.OnFailure {
 		case teardownv1alpha1.FailureContinue:
@@ -265,11 +261,7 @@ func (r *Runner) Run(ctx context.Context, pol *policy.Policy, key string, t Obje
 			r.Waiting.forget(key, t.Obj.GetUID())
 			return finalizer.Release(stepErr.Error() + "; its policy says Release")
 		default:
-			if err := r.saveState(ctx, pol, key, t, &recorded, i, since); err != nil {
-				return fenced(err)
-			}
-			r.Waiting.set(key, t.Obj.GetUID(), Wait{Target: t.ref(), Policy: pol.Ref, Step: step.Name, Action: stepErr.Action, Failure: stepErr.Error()})
-			return retry(stepErr, out.after)
+			return r.retry(ctx, pol, key, t, &recorded, i, since, stepErr, out.after)
 		}
 	}
 	r.Waiting.forget(key, t.Obj.GetUID())
@@ -310,13 +302,19 @@ func (r *Runner) claim(ctx context.Context, pol *policy.Policy, key string, t Ob
 	return finalizer.Result{}, false
 }
 
-// retry is the answer of a failed step: with the step's own time to try
-// again (a webhook call's backoff, webhook_calls.go), or the work queue's.
-func retry(err *StepError, after time.Duration) finalizer.Result {
-	if after > 0 {
-		return finalizer.RetryAfter(err, after)
+// retry records that step i failed with err, for a restart and for the
+// diagnosis, and answers Retry: at the step's own time when it has one (a
+// webhook call's backoff, webhook_calls.go), else with the work queue's
+// backoff.
+func (r *Runner) retry(ctx context.Context, pol *policy.Policy, key string, t Object, recorded *record, i int, since time.Time, stepErr *StepError, after time.Duration) finalizer.Result {
+	if err := r.saveState(ctx, pol, key, t, recorded, i, since); err != nil {
+		return fenced(err)
 	}
-	return finalizer.Retry(err)
+	r.Waiting.set(key, t.Obj.GetUID(), Wait{Target: t.ref(), Policy: pol.Ref, Step: stepErr.Step, Action: stepErr.Action, Failure: stepErr.Error()})
+	if after > 0 {
+		return finalizer.RetryAfter(stepErr, after)
+	}
+	return finalizer.Retry(stepErr)
 }
 
 // fenced is the answer of a cleanup whose record write was refused. A
