@@ -41,6 +41,8 @@ func (m *modelRun) actions() []action {
 		{"flip-receiver", 7, m.flipReceiver},
 		{"relabel-namespace", 3, m.relabelNamespace},
 		{"delete-namespace", 1.2, m.deleteNamespace},
+		{"burst-policies", 0.8, m.burstPolicies},
+		{"probe", 1.5, m.probeDuringRun},
 	}
 }
 
@@ -68,7 +70,11 @@ func (m *modelRun) createObject(ctx context.Context) (string, error) {
 			}
 		}
 	}
-	if m.rng.Float64() < 0.2 {
+	large := m.rng.Float64() < 0.05
+	switch {
+	case large:
+		cm.Annotations = map[string]string{fillerKey: filler}
+	case m.rng.Float64() < 0.2:
 		cm.Annotations = m.forgedRecords(ns, "")
 	}
 	if err := k8s.Create(ctx, cm); err != nil {

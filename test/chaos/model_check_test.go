@@ -80,6 +80,7 @@ func (c *checker) check() {
 	for _, o := range c.h.objs {
 		c.checkRemovals(o)
 		c.checkRecordOrder(o)
+		c.checkUnguarded(o)
 	}
 	c.checkMessages()
 }
@@ -198,8 +199,9 @@ func (c *checker) checkRemovals(o *objHist) {
 			}
 			deleting := prev.CM.DeletionTimestamp != nil || next.Gone
 			var just, why string
+			superseded := false
 			if deleting {
-				just, why = c.judgeTeardown(o, i, k)
+				just, why, superseded = c.judgeTeardown(o, i, k)
 			} else {
 				just, why = c.judgeLive(o, i, k)
 			}
@@ -212,7 +214,10 @@ func (c *checker) checkRemovals(o *objHist) {
 				gap = " (seen across a watch gap: the removal happened between the two states)"
 			}
 			rule := "unjustified-removal-of-a-live-object"
-			if deleting {
+			switch {
+			case superseded:
+				rule = "removal-on-a-superseded-version"
+			case deleting:
 				rule = "unjustified-removal"
 			}
 			c.violate(rule, "%s removed from %s/%s (uid %s) at %s%s: %s\n  object: %s\n  ledger: %s\n  policies with this key: %s%s",
@@ -237,8 +242,13 @@ func (c *checker) callsBefore(uid types.UID, key string, t time.Time) []ledgerEn
 // done), or a rule of that policy let it go: a definitive failure or a
 // step timeout under onFailure Release, its deadline under onDeadline
 // Release, its deletion under onPolicyDeletion Release outside a namespace
-// being deleted.
-func (c *checker) judgeTeardown(o *objHist, i int, key string) (string, string) {
+// being deleted. The steps that ran to the end must be those of a version
+// still in force when the key left (within slack): a removal decided on
+// the answers of a version superseded meanwhile (an edit of the steps, seen
+// by a replica that was paused, or whose cache was behind) is flagged as
+// such (superseded), not justified (docs/controller.md, "A paused and
+// resumed replica").
+func (c *checker) judgeTeardown(o *objHist, i int, key string) (just, why string, superseded bool) {
 	t := o.States[i].At
 	dt := o.deletionStart()
 	if dt.IsZero() { // the deletion happened in a watch gap
@@ -250,7 +260,7 @@ func (c *checker) judgeTeardown(o *objHist, i int, key string) (string, string) 
 		if p := c.h.pols[calls[0].Path]; p != nil {
 			candidates = append(candidates, p)
 		} else if slices.Contains(c.facts.Policies, calls[0].Path) {
-			return "not judged: the policy that called its receiver was created and gone within a watch gap", ""
+			return "not judged: the policy that called its receiver was created and gone within a watch gap", "", false
 		}
 	} else {
 		for _, p := range c.h.pols {
@@ -260,7 +270,7 @@ func (c *checker) judgeTeardown(o *objHist, i int, key string) (string, string) 
 		}
 	}
 	if len(candidates) == 0 {
-		return "", "no policy ever selected the object under this key, and no receiver was called for it"
+		return "", "no policy ever selected the object under this key, and no receiver was called for it", false
 	}
 	var notes []string
 	for _, p := range candidates {
@@ -279,11 +289,15 @@ func (c *checker) judgeTeardown(o *objHist, i int, key string) (string, string) 
 			if !seenSteps[fp] {
 				seenSteps[fp] = true
 				if j := chain(s.Spec.Steps, mine, dt, t); j != "" {
-					return j, ""
+					if p.stepsInForceAround(fp, t) {
+						return j, "", false
+					}
+					superseded = true
+					notes = append(notes, fmt.Sprintf("%s: steps [%s] reached %q, but no version with those steps was in force within %s of the removal", p.ID, fp, j, slack))
 				}
 			}
 			if d := s.Spec.Deadline; d != nil && s.Spec.OnDeadline == teardownv1alpha1.DeadlineRelease && !t.Before(dt.Add(d.Duration-time.Second)) {
-				return "deadline Release", ""
+				return "deadline Release", "", false
 			}
 		}
 		if del, ok := p.deletedAt(); ok && !del.After(t.Add(slack)) {
@@ -297,13 +311,42 @@ func (c *checker) judgeTeardown(o *objHist, i int, key string) (string, string) 
 				if ns, _ := c.h.nsAt(o.NS, t.Add(-slack)); ns.Deleting {
 					notes = append(notes, fmt.Sprintf("%s was deleted with onPolicyDeletion Release, but namespace %s was being deleted", p.ID, o.NS))
 				} else {
-					return "onPolicyDeletion Release", ""
+					return "onPolicyDeletion Release", "", false
 				}
 			}
 		}
-		notes = append(notes, fmt.Sprintf("%s: no complete run of its steps, no Release rule met (%s)", p.ID, c.policyString(p)))
+		notes = append(notes, fmt.Sprintf("%s: no complete run of its steps in force, no Release rule met (%s)", p.ID, c.policyString(p)))
 	}
-	return "", strings.Join(notes, "; ")
+	return "", strings.Join(notes, "; "), superseded
+}
+
+// stepsInForceAround says whether a version of the policy with these steps
+// (stepsString) was in force at some moment within slack of t: its spec, or
+// the version its status keeps served (specsInForce). A policy's last state
+// before it was gone stays in force (a deleted policy finishes what it
+// started under onPolicyDeletion Finish, and our watch may show it gone
+// before the removal it made).
+func (p *polHist) stepsInForceAround(fp string, t time.Time) bool {
+	var live []polState
+	for _, s := range p.States {
+		if !s.Gone {
+			live = append(live, s)
+		}
+	}
+	for i, s := range live {
+		if s.At.After(t.Add(slack)) {
+			break
+		}
+		if i+1 < len(live) && !live[i+1].At.After(t.Add(-slack)) {
+			continue // replaced before the window
+		}
+		for _, spec := range specsInForce(s) {
+			if stepsString(spec.Steps) == fp {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // chain says whether the calls show steps run to the end in order after

@@ -52,6 +52,8 @@ func TestModelChecker(t *testing.T) {
 		}
 		return s
 	}
+	// stepsC is the spec edited to one step, c.
+	stepsC := spec("", func(s *teardownv1alpha1.TeardownPolicySpec) { s.Steps = []teardownv1alpha1.Step{{Name: "c"}} })
 	// servedBefore is policy p at generation 2, its spec selecting app=db,
 	// its status recording a version that selects app=web as served, and
 	// Ready=True as judged at generation observed.
@@ -97,6 +99,13 @@ func TestModelChecker(t *testing.T) {
 		r.Obj.SetAnnotations(map[string]string{"steps.teardown.dev/example.com_k": string(v)})
 		return r
 	}
+	// large is a state of cm-r0-0001 whose annotations leave no room for
+	// Teardown's records.
+	large := func(s float64, rv string, deletingSince float64, gone bool) record {
+		r := cm(s, rv, "web", deletingSince, gone)
+		r.Obj.SetAnnotations(map[string]string{fillerKey: "x"})
+		return r
+	}
 	// guardedThenDeleted: tenant creates (rv 1), the controller attaches
 	// (rv 2), the tenant deletes (rv 3), and the key goes at 10 s.
 	base := []record{nsRec(0, ns, false), nsRec(0, other, false),
@@ -123,6 +132,22 @@ func TestModelChecker(t *testing.T) {
 		recs:   append(base, pol(0, "p", spec("", nil), false), cm(10, "9", "web", 3, true, key)),
 		ledger: []ledgerEntry{call(4, "p", "b", hookSuccess, false), call(5, "p", "a", hookSuccess, false)},
 		want:   map[string]int{"unjustified-removal": 1},
+	}, {
+		name:   "every step of a version superseded before the removal",
+		recs:   append(base, pol(0, "p", spec("", nil), false), pol(6, "p", stepsC, false), cm(10, "9", "web", 3, true, key)),
+		ledger: []ledgerEntry{call(4, "p", "a", hookSuccess, false), call(5, "p", "b", hookSuccess, false)},
+		want:   map[string]int{"removal-on-a-superseded-version": 1},
+	}, {
+		name: "every step of the version that superseded it",
+		recs: append(base, pol(0, "p", spec("", nil), false), pol(6, "p", stepsC, false), cm(10, "9", "web", 3, true, key)),
+		ledger: []ledgerEntry{call(4, "p", "a", hookSuccess, false), call(5, "p", "b", hookSuccess, false),
+			call(8, "p", "c", hookSuccess, false)},
+		want: map[string]int{},
+	}, {
+		name:   "superseded within the slack of the removal (our watch may see it first)",
+		recs:   append(base, pol(0, "p", spec("", nil), false), pol(9, "p", stepsC, false), cm(10, "9", "web", 3, true, key)),
+		ledger: []ledgerEntry{call(4, "p", "a", hookSuccess, false), call(5, "p", "b", hookSuccess, false)},
+		want:   map[string]int{},
 	}, {
 		name:   "Failure under onFailure Release",
 		recs:   append(base, pol(0, "p", spec(teardownv1alpha1.FailureRelease, nil), false), cm(10, "9", "web", 3, true, key)),
@@ -195,6 +220,20 @@ func TestModelChecker(t *testing.T) {
 		recs: []record{nsRec(0, ns, false), pol(0, "p", spec("", nil), false),
 			cm(1, "1", "web", 0, false), cm(2, "2", "web", 0, false, key), cm(10, "4", "web", 0, false)},
 		want: map[string]int{"unjustified-removal-of-a-live-object": 1},
+	}, {
+		name: "a large object selected for 20 s, never guarded, no word of it",
+		recs: []record{nsRec(0, ns, false), pol(0, "p", spec("", nil), false), large(1, "1", 0, false), large(21, "2", 21, false), large(22, "3", 21, true)},
+		want: map[string]int{"unguarded-without-a-word": 1},
+	}, {
+		name: "a large object selected for 20 s, never guarded, said by an AttachRefused Event",
+		recs: []record{nsRec(0, ns, false), pol(0, "p", spec("", nil), false), large(1, "1", 0, false), large(21, "2", 21, false), large(22, "3", 21, true),
+			{At: at(2), Type: watch.Added, Obj: &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "e"}, Reason: teardownv1alpha1.AttachRefusedReason,
+				InvolvedObject: corev1.ObjectReference{Kind: "ConfigMap", Namespace: ns, Name: "cm-r0-0001", UID: "obj"}}}},
+		want: map[string]int{},
+	}, {
+		name: "a large object deleted 5 s after it was selected",
+		recs: []record{nsRec(0, ns, false), pol(0, "p", spec("", nil), false), large(1, "1", 0, false), large(6, "2", 6, false), large(7, "3", 6, true)},
+		want: map[string]int{},
 	}, {
 		name: "an Event in the namespace names another namespace's object",
 		recs: append(base, record{At: at(5), Type: watch.Added, Obj: &corev1.Event{

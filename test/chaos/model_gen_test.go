@@ -161,8 +161,10 @@ func (m *modelRun) behaviour() hookBehaviour {
 		return hookBehaviour{Mode: hookFailure}
 	case r < 0.92:
 		return hookBehaviour{Mode: hookError}
+	case r < 0.96:
+		return hookBehaviour{Mode: hookDown}
 	}
-	return hookBehaviour{Mode: hookDown}
+	return hookBehaviour{Mode: hookHang}
 }
 
 // keyPool is what a tenant of ns may write on its objects: keys of its

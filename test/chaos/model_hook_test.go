@@ -31,10 +31,11 @@ const (
 	hookFailure                    // 2xx Failure: a definitive failure, onFailure applies
 	hookError                      // HTTP 500: transient, retried whatever onFailure says
 	hookDown                       // the connection is closed without an answer: transient
+	hookHang                       // no answer until the caller gives up (a hostile tenant's receiver): transient
 )
 
 func (m hookMode) String() string {
-	return [...]string{"Success", "InProgress", "Failure", "500", "down"}[m]
+	return [...]string{"Success", "InProgress", "Failure", "500", "down", "hang"}[m]
 }
 
 // hookBehaviour is what the generator chose for one (policy, step).
@@ -82,12 +83,13 @@ type modelHooks struct {
 	behaviours map[string]hookBehaviour // policy/step
 	calls      map[string]int           // policy/step/uid
 	healed     bool
+	healCh     chan struct{} // closed by heal: held calls end
 	ledger     []ledgerEntry
 }
 
 func newModelHooks(t *testing.T) *modelHooks {
 	t.Helper()
-	h := &modelHooks{behaviours: map[string]hookBehaviour{}, calls: map[string]int{}}
+	h := &modelHooks{behaviours: map[string]hookBehaviour{}, calls: map[string]int{}, healCh: make(chan struct{})}
 	h.Server = httptest.NewUnstartedServer(http.HandlerFunc(h.serve))
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -130,6 +132,9 @@ func (h *modelHooks) set(pol, step string, b hookBehaviour) {
 func (h *modelHooks) heal() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if !h.healed {
+		close(h.healCh)
+	}
 	h.healed = true
 }
 
@@ -164,6 +169,16 @@ func (h *modelHooks) serve(w http.ResponseWriter, r *http.Request) {
 	h.mu.Unlock()
 
 	switch e.answered() {
+	case "hang":
+		// Hold the call until the controller gives up on it (the step's
+		// webhook timeout, 10 s by default) or the run heals; the answer
+		// that follows is never read as anything but a transient error.
+		select {
+		case <-r.Context().Done():
+		case <-h.healCh:
+		}
+		http.Error(w, "held", http.StatusServiceUnavailable)
+		return
 	case "down":
 		if hj, ok := w.(http.Hijacker); ok {
 			if conn, _, err := hj.Hijack(); err == nil {

@@ -54,6 +54,12 @@ type modelRun struct {
 	log      []string
 	start    time.Time
 	owedLeft []owedKey // what liveness found still owed at its bound
+
+	// The hostile tenant's and the latency probe's (model_hostile_test.go).
+	bursts     map[string][]string // namespace: the policies of its burst
+	quiet      bool                // no leader-election phase: the probe may run
+	probeTimes []time.Duration
+	lateProbes []string
 }
 
 func (m *modelRun) next() int { m.seq++; return m.seq }
@@ -93,7 +99,7 @@ func TestModel(t *testing.T) {
 func runModel(t *testing.T, seed uint64, steps int, run string) modelFigures {
 	t.Logf("seed %d, %d steps: TEARDOWN_MODEL_SEED=%d TEARDOWN_MODEL_STEPS=%d replays the schedule", seed, steps, seed, steps)
 	m := &modelRun{t: t, rng: rand.New(rand.NewPCG(seed, 0x7ea2d0)), seed: seed, run: run,
-		genWrites: map[string]bool{}, polWrites: map[string]time.Time{}, behaviourSet: map[string]bool{}, counts: map[string]int{}}
+		genWrites: map[string]bool{}, polWrites: map[string]time.Time{}, behaviourSet: map[string]bool{}, counts: map[string]int{}, bursts: map[string][]string{}}
 	m.hooks = newModelHooks(t)
 	ctx := context.Background()
 
@@ -143,6 +149,7 @@ func runModel(t *testing.T, seed uint64, steps int, run string) modelFigures {
 	c := newChecker(m.facts(), recs, m.hooks.entries())
 	c.check()
 	c.violations = append(c.violations, live...)
+	c.violations = append(c.violations, m.lateProbes...)
 	for _, o := range m.owedLeft {
 		c.owedNotFinished(o)
 	}
@@ -220,6 +227,7 @@ func (m *modelRun) generate(ctx context.Context, steps int) {
 			sum += weight(a)
 		}
 		r := m.rng.Float64() * sum
+		m.quiet = leEnd < step
 		for _, a := range acts {
 			if r -= weight(a); r > 0 {
 				continue
