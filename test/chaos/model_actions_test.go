@@ -74,6 +74,7 @@ func (m *modelRun) createObject(ctx context.Context) (string, error) {
 	switch {
 	case large:
 		cm.Annotations = map[string]string{fillerKey: filler}
+		m.counts["large-object"]++
 	case m.rng.Float64() < 0.2:
 		cm.Annotations = m.forgedRecords(ns, "")
 	}

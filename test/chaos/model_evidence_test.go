@@ -118,7 +118,13 @@ func dedupe(lines []string) []string {
 func (c *checker) figures(steps int, m *modelRun, relists map[string]int) modelFigures {
 	f := modelFigures{Seeds: 1, Steps: steps, Removals: c.removals, Calls: len(c.ledger),
 		Kills: m.counts["controller-kill"], APIRestarts: m.counts["apiserver-restart"], LeaderElections: m.counts["leader-election"], Pauses: m.counts["pause"],
-		ByJustification: c.byJust, ByRule: c.byRule}
+		ByJustification: c.byJust, ByRule: c.byRule,
+		Bursts: m.counts["burst-policies"], Large: m.counts["large-object"], Probes: m.probeTimes}
+	for _, e := range c.ledger {
+		if e.Outcome == hookHang {
+			f.HeldCalls++
+		}
+	}
 	for _, n := range relists {
 		f.Relists += n
 	}

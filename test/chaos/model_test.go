@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -423,8 +424,13 @@ func shortErr(err error) string {
 // modelFigures are what a run did and found.
 type modelFigures struct {
 	Seeds, Steps, Removals, Calls, Kills, APIRestarts, LeaderElections, Pauses, Relists int
-	ByJustification                                                                     map[string]int
-	ByRule                                                                              map[string]int
+	// The hostile tenants': calls held until the controller gave up,
+	// bursts of policies, objects too large to guard; and the latency
+	// probe's times during the run.
+	HeldCalls, Bursts, Large int
+	Probes                   []time.Duration
+	ByJustification          map[string]int
+	ByRule                   map[string]int
 }
 
 func (f *modelFigures) add(o modelFigures) {
@@ -437,6 +443,10 @@ func (f *modelFigures) add(o modelFigures) {
 	f.LeaderElections += o.LeaderElections
 	f.Pauses += o.Pauses
 	f.Relists += o.Relists
+	f.HeldCalls += o.HeldCalls
+	f.Bursts += o.Bursts
+	f.Large += o.Large
+	f.Probes = append(f.Probes, o.Probes...)
 	for _, m := range []struct{ dst, src *map[string]int }{{&f.ByJustification, &o.ByJustification}, {&f.ByRule, &o.ByRule}} {
 		if *m.dst == nil {
 			*m.dst = map[string]int{}
@@ -451,6 +461,14 @@ func (f modelFigures) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "  seeds %d, steps run %d, webhook calls %d, controller kills %d, kube-apiserver restarts %d, leader-election phases %d, replicas paused past their lease %d, watch relists %d\n",
 		f.Seeds, f.Steps, f.Calls, f.Kills, f.APIRestarts, f.LeaderElections, f.Pauses, f.Relists)
+	fmt.Fprintf(&b, "  hostile tenants: calls held until the controller gave up %d, burst actions (%d policies created, or deleted) %d, objects too large to guard %d\n",
+		f.HeldCalls, burstSize, f.Bursts, f.Large)
+	if len(f.Probes) > 0 {
+		p := slices.Clone(f.Probes)
+		slices.Sort(p)
+		fmt.Fprintf(&b, "  latency probes during the run %d (a new policy served, an object guarded, deleted and released): median %s, max %s (each stage bound %s)\n",
+			len(p), p[len(p)/2].Round(10*time.Millisecond), p[len(p)-1].Round(10*time.Millisecond), probeBound)
+	}
 	fmt.Fprintf(&b, "  removals checked %d: %s\n", f.Removals, mapString(f.ByJustification))
 	total := 0
 	for _, v := range f.ByRule {
