@@ -626,6 +626,15 @@ type TeardownPolicyStatus struct {
 	// +optional
 	ServedGeneration int64 `json:"servedGeneration,omitempty"`
 
+	// boundRecordsSince is when a controller that binds its step records
+	// to their object's UID first served this policy (set once). A step
+	// record without that UID, as an earlier release wrote them, names
+	// the policy that started a teardown only on an object created before
+	// this time (the earlier release's); on a later object it reads as no
+	// record, since anyone who creates an object can write one.
+	// +optional
+	BoundRecordsSince *metav1.Time `json:"boundRecordsSince,omitempty"`
+
 	// kinds are the target kinds of the version in force, recorded with
 	// finalizer so that what an edit stops guarding is known after a
 	// restart.

@@ -518,6 +518,10 @@ func (in *TeardownPolicyStatus) DeepCopyInto(out *TeardownPolicyStatus) {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
+	if in.BoundRecordsSince != nil {
+		in, out := &in.BoundRecordsSince, &out.BoundRecordsSince
+		*out = (*in).DeepCopy()
+	}
 	if in.Kinds != nil {
 		in, out := &in.Kinds, &out.Kinds
 		*out = make([]GroupVersionKind, len(*in))

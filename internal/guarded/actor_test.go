@@ -42,6 +42,14 @@ func TestActor(t *testing.T) {
 	tenantYielded := served(policy.KindNamespaced, "tenant", "tenant-uid", t0, true)
 	younger := served(policy.KindNamespaced, "younger", "younger-uid", t0.Add(time.Minute), false)
 	cluster := served(policy.KindCluster, "platform", "cluster-uid", t0.Add(time.Hour), false)
+	// upgraded was first served by this release an hour after t0, and has
+	// yielded its key to the cluster policy since.
+	upgraded := served(policy.KindNamespaced, "tenant", "tenant-uid", t0, true)
+	upgraded.BoundRecordsSince = t0.Add(time.Hour)
+	createdAt := func(o *metav1.PartialObjectMetadata, at time.Time) *metav1.PartialObjectMetadata {
+		o.CreationTimestamp = metav1.Time{Time: at}
+		return o
+	}
 
 	object := func(deleting bool, annotations map[string]string) *metav1.PartialObjectMetadata {
 		o := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "x", UID: objUID, Finalizers: []string{key}, Annotations: annotations}}
@@ -57,6 +65,7 @@ func TestActor(t *testing.T) {
 		policies []*policy.Served
 		obj      *metav1.PartialObjectMetadata
 		started  types.UID // the step record's policy, bound to the object
+		earlier  types.UID // the step record's policy, an earlier release's (bound to no object)
 		exists   []types.UID
 		want     string // the acting policy's name, "" for nobody
 		wantWait time.Duration
@@ -75,13 +84,22 @@ func TestActor(t *testing.T) {
 			policies: []*policy.Served{cluster}, obj: object(true, nil), started: "gone-uid", want: "platform"},
 		"an attached record of another object proves nothing": {
 			policies: []*policy.Served{tenantYielded, cluster}, obj: object(true, map[string]string{finalizer.AttachedAnnotation(key): "another-object/tenant-uid"}), exists: []types.UID{"tenant-uid"}, want: "platform"},
+		"an earlier release's record, on an object created before the policy was first served by this one": {
+			policies: []*policy.Served{upgraded, cluster}, obj: createdAt(object(true, nil), t0), earlier: "tenant-uid", exists: []types.UID{"tenant-uid"}, want: "tenant"},
+		"an earlier release's record, on an object created after: anyone may have written it": {
+			policies: []*policy.Served{upgraded, cluster}, obj: createdAt(object(true, nil), t0.Add(2*time.Hour)), earlier: "tenant-uid", exists: []types.UID{"tenant-uid"}, want: "platform"},
+		"an earlier release's record, a policy never served by this release": {
+			policies: []*policy.Served{tenantYielded, cluster}, obj: createdAt(object(true, nil), t0), earlier: "tenant-uid", exists: []types.UID{"tenant-uid"}, want: "platform"},
+		"a record of this release outweighs an earlier release's": {
+			policies: []*policy.Served{upgraded, cluster}, obj: createdAt(object(true, nil), t0), earlier: "tenant-uid", started: "cluster-uid", exists: []types.UID{"tenant-uid", "cluster-uid"}, want: "platform"},
 		"only a yielded policy, nothing it started: nobody": {
 			policies: []*policy.Served{tenantYielded}, obj: object(true, nil), want: ""},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			r := &Reconciler{
-				StartedBy: func(metav1.Object, string) (types.UID, bool) { return tc.started, tc.started != "" },
+				StartedBy:               func(metav1.Object, string) (types.UID, bool) { return tc.started, tc.started != "" },
+				StartedByEarlierRelease: func(metav1.Object, string) (types.UID, bool) { return tc.earlier, tc.earlier != "" },
 				PolicyExists: func(_ context.Context, uid types.UID) (bool, error) {
 					for _, u := range tc.exists {
 						if u == uid {

@@ -67,6 +67,11 @@ type Reconciler struct {
 	// under a key, from a step record bound to the object
 	// (steps.StartedBy).
 	StartedBy func(obj metav1.Object, key string) (types.UID, bool)
+	// StartedByEarlierRelease reads the policy (UID) a step record of an
+	// earlier release names, one not bound to any object
+	// (steps.StartedByEarlierRelease); it counts only on objects created
+	// before that policy's status.boundRecordsSince (policy.Served.EarlierRelease).
+	StartedByEarlierRelease func(obj metav1.Object, key string) (types.UID, bool)
 	// PolicyExists reports whether a policy with this UID exists (in the
 	// cache), so that a teardown another policy started waits for it rather
 	// than being taken over while it is not yet served (after a restart).
@@ -331,6 +336,15 @@ func (r *Reconciler) actor(ctx context.Context, policies []*policy.Served, key s
 		}
 	}
 	if obj.DeletionTimestamp != nil && slices.Contains(obj.Finalizers, key) {
+		if uid := r.earlierReleaseBy(obj, key); uid != "" && r.provenBy(obj, key) == "" {
+			// A teardown the earlier release started, which no record of
+			// this release proves or disproves: its policy finishes it.
+			for _, c := range cands {
+				if c.s.UID == uid && c.s.EarlierRelease(obj) {
+					return c.s, c.k, 0, nil
+				}
+			}
+		}
 		if uid := r.provenBy(obj, key); uid != "" {
 			for _, c := range cands {
 				if c.s.UID == uid {
@@ -413,7 +427,7 @@ func (r *Reconciler) apply(ctx context.Context, s *policy.Served, k policy.Serve
 	// Being deleted: a teardown that started finishes, whatever edits and
 	// label changes came since; only a key this policy owns on this object
 	// is touched.
-	if !(matches || carries && Owns(s, k, gvk, obj, nsLabels, r.provenBy(obj, k.Key))) {
+	if !(matches || carries && (Owns(s, k, gvk, obj, nsLabels, r.provenBy(obj, k.Key)) || r.startedByEarlierRelease(s, k, gvk, obj))) {
 		return 0, nil
 	}
 	if carries && s.Deleting && s.OnPolicyDeletion == teardownv1alpha1.PolicyDeletionRelease {
@@ -478,6 +492,28 @@ func Owns(s *policy.Served, k policy.ServedKey, gvk schema.GroupVersionKind, obj
 // no record does.
 func (r *Reconciler) provenBy(obj metav1.Object, key string) types.UID {
 	return ProvenBy(obj, key, r.StartedBy)
+}
+
+// earlierReleaseBy returns the UID of the policy an earlier release's step
+// record on obj names under key ("" when there is none).
+func (r *Reconciler) earlierReleaseBy(obj metav1.Object, key string) types.UID {
+	if r.StartedByEarlierRelease == nil {
+		return ""
+	}
+	uid, _ := r.StartedByEarlierRelease(obj, key)
+	return uid
+}
+
+// startedByEarlierRelease reports whether s started the teardown of obj,
+// being deleted, under k before this release served it: an earlier
+// release's step record (not bound to obj) names s, obj was created before
+// s.BoundRecordsSince, and no record of this release says otherwise. Such
+// a teardown is finished like one a bound record proves (UPGRADING.md).
+func (r *Reconciler) startedByEarlierRelease(s *policy.Served, k policy.ServedKey, gvk schema.GroupVersionKind, obj *metav1.PartialObjectMetadata) bool {
+	if obj.DeletionTimestamp == nil || !s.InScope(obj) || !k.Serves(gvk) || r.provenBy(obj, k.Key) != "" {
+		return false
+	}
+	return r.earlierReleaseBy(obj, k.Key) == s.UID && s.EarlierRelease(obj)
 }
 
 // attachedByAnother reports whether key's attached record on obj is bound

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -34,6 +35,17 @@ type Served struct {
 	// refused the attach patch or a progress record; every version of one
 	// policy shares it.
 	Refused *Refused
+	// BoundRecordsSince is status.boundRecordsSince: a step record of an
+	// earlier release (not bound to its object) names this policy only on
+	// an object created before it (EarlierRelease).
+	BoundRecordsSince time.Time
+}
+
+// EarlierRelease reports whether a step record not bound to obj, naming
+// this policy, is the earlier release's: obj was created before a
+// controller that binds its records first served the policy.
+func (s *Served) EarlierRelease(obj metav1.Object) bool {
+	return !s.BoundRecordsSince.IsZero() && obj.GetCreationTimestamp().Time.Before(s.BoundRecordsSince)
 }
 
 // ServedKey is one finalizer key of a served policy and the kinds it is

@@ -128,6 +128,26 @@ func StartedBy(obj metav1.Object, key string) (types.UID, bool) {
 	return rec.Policy, true
 }
 
+// StartedByEarlierRelease returns the UID of the policy that key's step
+// record on obj names when the record is not bound to any object: the form
+// an earlier release wrote, before records named their object's UID. Such a
+// record proves nothing by itself (anyone who creates an object can write
+// one): the caller trusts it only on an object created before its policy's
+// status.boundRecordsSince, that is, written while the earlier release
+// served the policy (guarded.Owns). A record bound to another object is not
+// one.
+func StartedByEarlierRelease(obj metav1.Object, key string) (types.UID, bool) {
+	v, ok := obj.GetAnnotations()[StateAnnotation(key)]
+	if !ok || len(v) > maxStateAnnotation {
+		return "", false
+	}
+	var rec record
+	if err := json.Unmarshal([]byte(v), &rec); err != nil || rec.Object != "" || rec.Policy == "" {
+		return "", false
+	}
+	return rec.Policy, true
+}
+
 // boundRecord returns key's record on obj when it was written for obj
 // (whatever policy or version wrote it).
 func boundRecord(obj metav1.Object, key string) (record, bool) {

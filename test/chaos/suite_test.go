@@ -119,11 +119,20 @@ func logDir(t *testing.T) string {
 // killed when the test ends, and its log tail is printed if the test failed.
 func newController(t *testing.T, name, leaderElectionNamespace string, args ...string) *procctl.Controller {
 	t.Helper()
-	if _, err := procctl.Build(filepath.Join(env.Dir, "bin")); err != nil {
-		t.Fatalf("%v", err)
+	return newControllerOf(t, "", name, leaderElectionNamespace, args...)
+}
+
+// newControllerOf is newController running the binary bin ("": this tree's).
+func newControllerOf(t *testing.T, bin, name, leaderElectionNamespace string, args ...string) *procctl.Controller {
+	t.Helper()
+	if bin == "" {
+		if _, err := procctl.Build(filepath.Join(env.Dir, "bin")); err != nil {
+			t.Fatalf("%v", err)
+		}
 	}
 	c, err := procctl.New(procctl.Options{
 		Name:                    name,
+		Binary:                  bin,
 		Dir:                     logDir(t),
 		Config:                  controllerCfg,
 		LeaderElectionNamespace: leaderElectionNamespace,
@@ -299,6 +308,36 @@ func (s *cleanupServer) succeeded(uid types.UID) (time.Time, bool) {
 	defer s.mu.Unlock()
 	at, ok := s.firstSuccess[uid]
 	return at, ok
+}
+
+// callsOf is how many calls of step uid got.
+func (s *cleanupServer) callsOf(uid types.UID, step string) int {
+	return s.callsOfSince(uid, step, time.Time{})
+}
+
+// callsOfSince is how many calls of step uid got after since.
+func (s *cleanupServer) callsOfSince(uid types.UID, step string, since time.Time) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, c := range s.log {
+		if c.UID == uid && c.Step == step && c.At.After(since) {
+			n++
+		}
+	}
+	return n
+}
+
+// successOf is when step first answered Success for uid after since.
+func (s *cleanupServer) successOf(uid types.UID, step string, since time.Time) (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.log {
+		if c.UID == uid && c.Step == step && c.At.After(since) && c.Answer.Code/100 == 2 && c.Answer.Status == "Success" {
+			return c.At, true
+		}
+	}
+	return time.Time{}, false
 }
 
 // callsFor is how many calls uid got.

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -167,12 +168,20 @@ func (r *Reconciler) putInForce(ctx context.Context, pol *policy.Policy, status 
 		status.Retired = append(status.Retired, teardownv1alpha1.RetiredKey{Finalizer: rk.key, GroupVersionKind: apiGVK(rk.gvk)})
 	}
 
+	if status.BoundRecordsSince == nil {
+		// First served by a controller that binds its records: the
+		// earlier release's unbound records count on the objects created
+		// before now (policy.Served.EarlierRelease).
+		now := metav1.NewTime(time.Now().UTC().Truncate(time.Second))
+		status.BoundRecordsSince = &now
+	}
+
 	current, ok := r.Index.Get(pol.Ref)
 	if ok && current.UID == pol.UID && current.Generation == pol.Generation && current.Deleting == pol.Deleting &&
-		!current.Yielded() && slices.Equal(retiredOf(current), retired) {
+		!current.Yielded() && slices.Equal(retiredOf(current), retired) && current.BoundRecordsSince.Equal(status.BoundRecordsSince.Time) {
 		return nil
 	}
-	served, err := r.newServed(pol, retired)
+	served, err := r.newServed(pol, retired, status)
 	if err != nil {
 		return err
 	}
@@ -215,7 +224,7 @@ func (r *Reconciler) yield(ctx context.Context, pol *policy.Policy, status *tear
 	}
 	if !ok || base.UID != pol.UID {
 		var err error
-		if base, err = r.newServed(pol, retiredKeys(pol, status)); err != nil {
+		if base, err = r.newServed(pol, retiredKeys(pol, status), status); err != nil {
 			logf.FromContext(ctx).Error(err, "Could not keep the policy in force for the teardowns it started")
 			r.Index.Delete(pol.Ref)
 			return
@@ -227,7 +236,7 @@ func (r *Reconciler) yield(ctx context.Context, pol *policy.Policy, status *tear
 		deleting.Deleting = true
 		version = &deleting
 	}
-	yielded := &policy.Served{Policy: version}
+	yielded := &policy.Served{Policy: version, BoundRecordsSince: base.BoundRecordsSince}
 	var kinds []schema.GroupVersionKind
 	for _, k := range base.Keys {
 		k.Finishing = true
@@ -326,7 +335,7 @@ func apiGVK(gvk schema.GroupVersionKind) teardownv1alpha1.GroupVersionKind {
 
 // newServed builds what serves pol: its own key, then each retired key with
 // the kinds it is retired for.
-func (r *Reconciler) newServed(pol *policy.Policy, retired []retiredKey) (*policy.Served, error) {
+func (r *Reconciler) newServed(pol *policy.Policy, retired []retiredKey, status *teardownv1alpha1.TeardownPolicyStatus) (*policy.Served, error) {
 	attach := finalizer.AttachAutomatic
 	if pol.Attach == teardownv1alpha1.AttachDeclared {
 		attach = finalizer.AttachDeclared
@@ -336,6 +345,9 @@ func (r *Reconciler) newServed(pol *policy.Policy, retired []retiredKey) (*polic
 		return nil, err
 	}
 	s := &policy.Served{Policy: pol, Keys: []policy.ServedKey{{Key: pol.Key, Kinds: pol.Kinds(), Fin: fin}}}
+	if status.BoundRecordsSince != nil {
+		s.BoundRecordsSince = status.BoundRecordsSince.Time
+	}
 	for _, rk := range retired {
 		i := slices.IndexFunc(s.Keys, func(k policy.ServedKey) bool { return k.Retired && k.Key == rk.key })
 		if i < 0 {

@@ -72,6 +72,46 @@ func Build(dir string) (string, error) {
 	return buildPath, buildErr
 }
 
+// BuildAt builds ./cmd/teardown-controller as it was at commit (any name
+// git understands) of the module's own history, into dir, and returns the
+// binary's path: a detached git worktree of that commit, built, then
+// removed. It fails when the history does not hold the commit (a shallow
+// clone: git fetch --unshallow).
+func BuildAt(commit, dir string) (string, error) {
+	root, err := testenv.ModuleRoot()
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	src, err := os.MkdirTemp(dir, "src-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(src)
+	run := func(dir string, name string, args ...string) error {
+		cmd := exec.Command(name, args...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, out)
+		}
+		return nil
+	}
+	if err := run(root, "git", "worktree", "add", "--detach", src, commit); err != nil {
+		return "", fmt.Errorf("checking out commit %s of the module's history: %w", commit, err)
+	}
+	defer func() { _ = run(root, "git", "worktree", "remove", "--force", src) }()
+	bin, err := filepath.Abs(filepath.Join(dir, "teardown-controller-"+commit))
+	if err != nil {
+		return "", err
+	}
+	if err := run(src, "go", "build", "-o", bin, "./cmd/teardown-controller"); err != nil {
+		return "", fmt.Errorf("building commit %s: %w", commit, err)
+	}
+	return bin, nil
+}
+
 // WriteKubeconfig writes a kubeconfig file that authenticates as cfg does
 // (client certificate, token or basic auth).
 func WriteKubeconfig(cfg *rest.Config, path string) error {
@@ -154,6 +194,9 @@ type Options struct {
 	LeaderElectionNamespace string
 	// Args are more flags, such as --target-workers=8.
 	Args []string
+	// Binary, when set, is the teardown-controller to run instead of the
+	// one Build gives (BuildAt builds one from another commit).
+	Binary string
 	// IfSupported are more flags, each passed only if the binary knows it
 	// (it may be built from another commit), such as
 	// --webhook-allowed-cidrs=127.0.0.0/8.
@@ -185,9 +228,12 @@ func New(opts Options) (*Controller, error) {
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, err
 	}
-	bin, err := Build(opts.Dir)
-	if err != nil {
-		return nil, err
+	bin := opts.Binary
+	if bin == "" {
+		var err error
+		if bin, err = Build(opts.Dir); err != nil {
+			return nil, err
+		}
 	}
 	kubeconfig := filepath.Join(opts.Dir, opts.Name+".kubeconfig")
 	if err := WriteKubeconfig(opts.Config, kubeconfig); err != nil {

@@ -1,0 +1,235 @@
+/*
+Copyright 2026 The Teardown Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package chaos_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/testenv"
+	"github.com/teardown-dev/teardown/internal/testenv/procctl"
+)
+
+// previousReleases are the commits whose controllers the upgrade test
+// replaces (and rolls back to). The project has no tagged release yet, so
+// these are the two record formats this release must finish teardowns of:
+// main before step records were bound to their object's UID (issue 16),
+// and main before they carried the writer's epoch and the policy's
+// generation, with every write behind the Lease (issue 27). UPGRADING.md
+// names them. TEARDOWN_PREVIOUS_CONTROLLER_BIN runs one binary built
+// elsewhere instead of both.
+var previousReleases = []struct{ name, commit string }{
+	{"records not bound to their object", "f12370f81b6916522478fc3154c78c4306f4175d"},
+	{"records without epoch", "37634af74cc885c3693f017ecd3138616db2bee8"},
+}
+
+// previousController returns the controller of commit, built from the
+// module's git history (about 35 s each with a warm build cache).
+func previousController(t *testing.T, commit string) string {
+	t.Helper()
+	if bin := os.Getenv("TEARDOWN_PREVIOUS_CONTROLLER_BIN"); bin != "" {
+		return bin
+	}
+	if err := exec.Command("git", "-C", moduleRoot(t), "cat-file", "-e", commit+"^{commit}").Run(); err != nil {
+		// A checkout without the history (a shallow clone) cannot build
+		// it: say so, loudly, rather than fail for the checkout's sake.
+		t.Skipf("the module's git history does not hold commit %s (git fetch --unshallow), or set TEARDOWN_PREVIOUS_CONTROLLER_BIN", commit)
+	}
+	bin, err := procctl.BuildAt(commit, filepath.Join(env.Dir, "bin"))
+	if err != nil {
+		t.Fatalf("the previous release's controller: %v", err)
+	}
+	return bin
+}
+
+func moduleRoot(t *testing.T) string {
+	t.Helper()
+	root, err := testenv.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// TestUpgradeMidTeardown (issue 27, family 6): teardowns in flight when the
+// controller of a previous release is replaced by this tree's (an upgrade),
+// and when this tree's is replaced by the previous release's (a rollback).
+// Under the first controller, objects are deleted and held at each step of
+// a two-step policy, one of them is relabelled out of its policy
+// mid-teardown, and a second policy's steps are edited mid-teardown; then
+// the controller is replaced (SIGTERM, as a rolling update stops it) and an
+// object guarded before the switch is deleted after it. Nothing may go
+// before every step of the version in force answered Success, and
+// everything must go once the receivers let it: no teardown stalls across
+// the switch. Before status.boundRecordsSince, the upgrade from the release
+// whose records were not bound stranded the relabelled object for good.
+func TestUpgradeMidTeardown(t *testing.T) {
+	testenv.SkipShort(t)
+	for _, prev := range previousReleases {
+		t.Run(prev.name, func(t *testing.T) {
+			bin := previousController(t, prev.commit)
+			t.Run("upgrade", func(t *testing.T) { upgradeScenario(t, bin, "") })
+			t.Run("rollback", func(t *testing.T) { upgradeScenario(t, "", bin) })
+		})
+	}
+}
+
+func upgradeScenario(t *testing.T, fromBin, toBin string) {
+	ns := newNamespace(t)
+	var mu sync.Mutex
+	open := map[string]bool{} // "<object>/<step>" answers Success
+	hook := newCleanupServer(t, func(req webhookRequest) answer {
+		mu.Lock()
+		defer mu.Unlock()
+		if open[req.Object.Name+"/"+req.Step] || open["*"] {
+			return success
+		}
+		return inProgress
+	})
+	openGate := func(gates ...string) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, g := range gates {
+			open[g] = true
+		}
+	}
+	const key, editedKey = "example.com/upgrade", "example.com/upgrade-edited"
+	pol := &teardownv1alpha1.TeardownPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "two-steps"},
+		Spec: teardownv1alpha1.TeardownPolicySpec{Finalizer: key, Targets: []teardownv1alpha1.Target{configMapTarget(labels("app", "web"))},
+			Steps: []teardownv1alpha1.Step{hook.step("a"), hook.step("b")}}}
+	edited := &teardownv1alpha1.TeardownPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "edited"},
+		Spec: teardownv1alpha1.TeardownPolicySpec{Finalizer: editedKey, Targets: []teardownv1alpha1.Target{configMapTarget(labels("app", "db"))},
+			Steps: []teardownv1alpha1.Step{hook.step("a"), hook.step("b")}}}
+
+	before := newControllerOf(t, fromBin, "before", "")
+	if err := before.Start(); err != nil {
+		t.Fatal(err)
+	}
+	create(t, pol)
+	create(t, edited)
+	mustBeReady(t, pol)
+	mustBeReady(t, edited)
+	objs := map[string]*corev1.ConfigMap{
+		"at-a":       configMap(ns, "at-a", labels("app", "web")),
+		"at-b":       configMap(ns, "at-b", labels("app", "web")),
+		"relabelled": configMap(ns, "relabelled", labels("app", "web")),
+		"live":       configMap(ns, "live", labels("app", "web")),
+		"edited":     configMap(ns, "edited", labels("app", "db")),
+	}
+	keys := map[string]string{"at-a": key, "at-b": key, "relabelled": key, "live": key, "edited": editedKey}
+	// The steps of the version in force when each object may go.
+	want := map[string][]string{"at-a": {"a", "b"}, "at-b": {"a", "b"}, "relabelled": {"a", "b"}, "live": {"a", "b"}, "edited": {"a", "b", "c"}}
+	for name, cm := range objs {
+		create(t, cm)
+		testenv.Eventually(t, 30*time.Second, name+" guarded", func(ctx context.Context) (bool, error) { return carries(ctx, cm, keys[name]) })
+	}
+	openGate("at-b/a", "edited/a")
+	for _, name := range []string{"at-a", "at-b", "relabelled", "edited"} {
+		deleteNow(t, objs[name])
+	}
+	calledFor := func(name, step string) func(context.Context) (bool, error) {
+		return func(context.Context) (bool, error) { return hook.callsOf(objs[name].UID, step) > 0, nil }
+	}
+	testenv.Eventually(t, 30*time.Second, "at-a held at step a", calledFor("at-a", "a"))
+	testenv.Eventually(t, 30*time.Second, "at-b held at step b", calledFor("at-b", "b"))
+	testenv.Eventually(t, 30*time.Second, "relabelled held at step a", calledFor("relabelled", "a"))
+	testenv.Eventually(t, 30*time.Second, "edited held at step b", calledFor("edited", "b"))
+	// Mid-teardown, under the first controller: relabel one object out of
+	// its policy, and edit the other policy's steps.
+	patch(t, objs["relabelled"], `{"metadata":{"labels":{"app":"other"}}}`)
+	editedAt := time.Now()
+	steps, _ := json.Marshal([]teardownv1alpha1.Step{hook.step("a"), hook.step("b"), hook.step("c")})
+	patch(t, edited, `{"spec":{"steps":`+string(steps)+`}}`)
+	mustBeReady(t, edited)
+	testenv.Eventually(t, 30*time.Second, "edited restarted at step a of the new version", func(context.Context) (bool, error) {
+		return hook.callsOfSince(objs["edited"].UID, "a", editedAt) > 0, nil
+	})
+
+	// The switch, as a rolling update makes it.
+	if err := before.Stop(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	switched := time.Now()
+	after := newControllerOf(t, toBin, "after", "")
+	if err := after.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deleteNow(t, objs["live"])
+	// Every held teardown goes on under the new controller: each object is
+	// called again at the step it waits at.
+	for name, step := range map[string]string{"at-a": "a", "at-b": "b", "relabelled": "a", "edited": "b", "live": "a"} {
+		testenv.Eventually(t, 60*time.Second, name+" called again after the switch", func(context.Context) (bool, error) {
+			return hook.callsOfSince(objs[name].UID, step, switched) > 0, nil
+		})
+	}
+	for name, cm := range objs {
+		if exists(t, cm) == false {
+			t.Errorf("%s went before its steps succeeded", name)
+		}
+	}
+	// Let every step succeed: each object goes, after every step of the
+	// version in force answered Success.
+	openGate("*")
+	goneAt := map[string]time.Time{}
+	testenv.Eventually(t, 60*time.Second, "every object gone", func(ctx context.Context) (bool, error) {
+		for name, cm := range objs {
+			if _, ok := goneAt[name]; ok {
+				continue
+			}
+			if !exists(t, cm) {
+				goneAt[name] = time.Now()
+			}
+		}
+		return len(goneAt) == len(objs), nil
+	})
+	for name, steps := range want {
+		since := time.Time{}
+		if name == "edited" {
+			since = editedAt
+		}
+		for _, step := range steps {
+			at, ok := hook.successOf(objs[name].UID, step, since)
+			if !ok || at.After(goneAt[name]) {
+				t.Errorf("%s went without step %s of the version in force answering Success (at %v, gone by %v)", name, step, at, goneAt[name])
+			}
+		}
+	}
+}
+
+// patch merges p into obj.
+func patch(t *testing.T, obj client.Object, p string) {
+	t.Helper()
+	if err := k8s.Patch(context.Background(), obj, client.RawPatch(types.MergePatchType, []byte(p))); err != nil {
+		t.Fatalf("patching %s: %v", obj.GetName(), err)
+	}
+}
+
+// exists says whether obj (this UID) is still there.
+func exists(t *testing.T, obj client.Object) bool {
+	t.Helper()
+	got := &corev1.ConfigMap{}
+	err := k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), got)
+	if apierrors.IsNotFound(err) {
+		return false
+	}
+	if err != nil {
+		t.Fatalf("reading %s: %v", obj.GetName(), err)
+	}
+	return got.UID == obj.GetUID()
+}
