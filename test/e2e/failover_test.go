@@ -58,19 +58,42 @@ func TestLeaderKilledMidTeardown(t *testing.T) {
 		return nil
 	})
 
-	holder := func() string {
-		return kubectl(t, "get", "lease", "teardown-controller.teardown.dev", "-n", "teardown-system", "-o", "jsonpath={.spec.holderIdentity}")
+	leader, killed := killLeader(t)
+	t.Logf("killed leader %s (SIGKILL); %s leads %s later", leader, leaseHolder(t), time.Since(killed).Round(100*time.Millisecond))
+
+	// Nothing released early: the app's pod still runs, so the ConfigMap
+	// stays Terminating with its key, through the new leader's start.
+	until := time.Now().Add(10 * time.Second)
+	for time.Now().Before(until) {
+		f := kubectl(t, "get", "configmap", "app-config", "-n", ns, "-o", "jsonpath={.metadata.deletionTimestamp} {.metadata.finalizers}")
+		if !strings.Contains(f, key) {
+			t.Fatalf("app-config was released while the app's pod runs: %q", f)
+		}
+		time.Sleep(time.Second)
 	}
-	leader := holder()
+	kubectl(t, "delete", "pod", "app", "-n", ns)
+	kubectl(t, "wait", "configmap/app-config", "-n", ns, "--for=delete", "--timeout=1m")
+}
+
+// leaseHolder is the identity holding the controller's Lease.
+func leaseHolder(t *testing.T) string {
+	t.Helper()
+	return kubectl(t, "get", "lease", "teardown-controller.teardown.dev", "-n", "teardown-system", "-o", "jsonpath={.spec.holderIdentity}")
+}
+
+// killLeader SIGKILLs the controller replica holding the Lease from the node,
+// so that it cannot release its Lease (a pod deletion would send SIGTERM
+// first, and the controller releases on its way out), and waits until
+// another candidate leads: another replica after the lease expired, or the
+// same pod's container restarted by the kubelet with a new identity. It
+// returns the killed leader's identity and when it was killed.
+func killLeader(t *testing.T) (string, time.Time) {
+	t.Helper()
+	leader := leaseHolder(t)
 	pod, _, _ := strings.Cut(leader, "_")
 	if pod == "" {
 		t.Fatal("no replica holds the Lease")
 	}
-	// SIGKILL from the node, so that the leader cannot release its Lease
-	// (a pod deletion would send SIGTERM first, and the controller
-	// releases on its way out): the other replica must wait for it to
-	// expire. The kubelet then restarts the container, as a new candidate
-	// with a new identity.
 	id := strings.TrimPrefix(kubectl(t, "get", "pod", pod, "-n", "teardown-system", "-o", "jsonpath={.status.containerStatuses[0].containerID}"), "containerd://")
 	tasks, err := exec.Command("ctr", "-a", filepath.Join(clusterDir, "containerd/containerd.sock"), "-n", "k8s.io", "tasks", "ls").CombinedOutput()
 	if err != nil {
@@ -90,23 +113,10 @@ func TestLeaderKilledMidTeardown(t *testing.T) {
 		t.Fatalf("killing the leader %s (pid %d): %v", pod, pid, err)
 	}
 	eventually(t, 2*time.Minute, "another replica leading", func() error {
-		if h := holder(); h == leader || h == "" {
+		if h := leaseHolder(t); h == leader || h == "" {
 			return fmt.Errorf("the Lease is still %q's", h)
 		}
 		return nil
 	})
-	t.Logf("killed leader %s (SIGKILL); %s leads %s later", leader, holder(), time.Since(killed).Round(100*time.Millisecond))
-
-	// Nothing released early: the app's pod still runs, so the ConfigMap
-	// stays Terminating with its key, through the new leader's start.
-	until := time.Now().Add(10 * time.Second)
-	for time.Now().Before(until) {
-		f := kubectl(t, "get", "configmap", "app-config", "-n", ns, "-o", "jsonpath={.metadata.deletionTimestamp} {.metadata.finalizers}")
-		if !strings.Contains(f, key) {
-			t.Fatalf("app-config was released while the app's pod runs: %q", f)
-		}
-		time.Sleep(time.Second)
-	}
-	kubectl(t, "delete", "pod", "app", "-n", ns)
-	kubectl(t, "wait", "configmap/app-config", "-n", ns, "--for=delete", "--timeout=1m")
+	return leader, killed
 }

@@ -106,11 +106,13 @@ spec:
 // calling an external system (an HTTP server of this test) before it
 // removes its finalizer. The operator and its Widgets are uninstalled
 // together, with one `kubectl delete -f` of a manifest holding both (in
-// helm's order, custom resources first). Without a policy the operator
-// goes first and Widgets stay Terminating (the failure users report); with
-// config/samples' operator-last ClusterTeardownPolicy every Widget's
-// cleanup call is made, every Widget goes, and only then do the operator's
-// Deployment, ServiceAccount and RBAC go.
+// helm's order, custom resources first), then with one `helm uninstall` of
+// a chart holding both while Teardown's leader is SIGKILLed mid-uninstall.
+// Without a policy the operator goes first and Widgets stay Terminating
+// (the failure users report); with config/samples' operator-last
+// ClusterTeardownPolicy every Widget's cleanup call is made, every Widget
+// goes, and only then do the operator's Deployment, ServiceAccount and
+// RBAC go.
 func TestOperatorLast(t *testing.T) {
 	ip := strings.TrimSpace(kubectl(t, "get", "nodes", "-o", `jsonpath={.items[0].status.addresses[?(@.type=="InternalIP")].address}`))
 	l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
@@ -171,55 +173,105 @@ func TestOperatorLast(t *testing.T) {
 	})
 
 	t.Run("with the operator-last policy every Widget is finalized, then the operator goes", func(t *testing.T) {
-		policy := filepath.Join(root, "config/samples/teardown.dev_v1alpha1_clusterteardownpolicy_operator_last.yaml")
-		kubectl(t, "apply", "-f", policy)
-		t.Cleanup(func() { kubectl(t, "delete", "--ignore-not-found", "--timeout=2m", "-f", policy) })
-		kubectl(t, "wait", "clusterteardownpolicy/widget-operator-last", "--for=condition=Ready", "--timeout=1m")
-		uids := installOperator(t, bundle, apps)
-		operator := []string{"deployment/widget-operator", "serviceaccount/widget-operator", "clusterrole/widget-operator", "clusterrolebinding/widget-operator"}
-		eventually(t, 2*time.Minute, "the policy guarding the operator", func() error {
-			for _, o := range operator {
-				if f := kubectl(t, "get", o, "-n", "widget-system", "-o", "jsonpath={.metadata.finalizers}"); !strings.Contains(f, "teardown.dev/widget-operator-last") {
-					return fmt.Errorf("%s has finalizers %s", o, f)
-				}
-			}
-			return nil
+		operatorLast(t, system, apps, func() []string { return installOperator(t, bundle, apps) }, func() {
+			kubectl(t, "delete", "-f", bundle, "--wait=false")
 		})
-		out, err := sh(t.Context(), "kubectl-teardown plan deployment/widget-operator -n widget-system")
-		if want := "wait step widgets-gone: waits until no Widget is left in every namespace; now 3: ol-a/w, ol-b/w, ol-c/w (3 not being deleted"; err != nil || !strings.Contains(out, want) {
-			t.Errorf("plan of the operator's Deployment: %v, want %q in:\n%s", err, want, out)
-		}
+	})
 
-		start := time.Now()
-		kubectl(t, "delete", "-f", bundle, "--wait=false")
-		var widgetsGone time.Duration
-		eventually(t, 5*time.Minute, "the Widgets, then the operator, gone", func() error {
-			widgets := strings.TrimSpace(kubectl(t, "get", "widgets", "-A", "-o", "name"))
-			left := strings.TrimSpace(kubectl(t, append(append([]string{"get"}, operator...), "-n", "widget-system", "--ignore-not-found", "-o", "name")...))
-			if widgets != "" {
-				if !strings.Contains(left, "deployment") {
-					t.Fatalf("the operator's Deployment went while Widgets remain: %s (operator objects left: %q)", widgets, left)
-				}
-				return fmt.Errorf("Widgets left: %s", widgets)
-			}
-			if widgetsGone == 0 {
-				widgetsGone = time.Since(start)
-			}
-			if left != "" {
-				return fmt.Errorf("operator objects left: %s", left)
-			}
-			return nil
-		})
-		t.Logf("Widgets gone %s after the uninstall, the operator's objects %s after it", widgetsGone.Round(100*time.Millisecond), time.Since(start).Round(100*time.Millisecond))
-		if made := system.made(uids); len(made) != len(uids) {
-			t.Errorf("cleanup calls made for %d of %d Widgets: %v", len(made), len(uids), made)
+	t.Run("helm uninstall of a chart holding both, the controller's leader killed mid-uninstall", func(t *testing.T) {
+		chart := filepath.Join(t.TempDir(), "widgets")
+		if err := os.MkdirAll(filepath.Join(chart, "templates"), 0o755); err != nil {
+			t.Fatal(err)
 		}
-		eventually(t, 2*time.Minute, "the operator's pods gone", func() error {
-			if out := kubectl(t, "get", "pods", "-n", "widget-system", "-o", "name"); strings.TrimSpace(out) != "" {
-				return fmt.Errorf("still there: %s", out)
+		manifest, err := os.ReadFile(bundle)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, content := range map[string][]byte{
+			"Chart.yaml":            []byte("apiVersion: v2\nname: widgets\nversion: 0.1.0\n"),
+			"templates/bundle.yaml": manifest,
+		} {
+			if err := os.WriteFile(filepath.Join(chart, name), content, 0o600); err != nil {
+				t.Fatal(err)
 			}
-			return nil
+		}
+		t.Cleanup(func() { _, _ = sh(context.Background(), "helm uninstall widgets -n widget-system --ignore-not-found") })
+		install := func() []string {
+			if out, err := sh(t.Context(), "helm install widgets "+chart+" -n widget-system"); err != nil {
+				t.Fatalf("helm install widgets: %v\n%s", err, out)
+			}
+			return operatorRunning(t, apps)
+		}
+		operatorLast(t, system, apps, install, func() {
+			if out, err := sh(t.Context(), "helm uninstall widgets -n widget-system"); err != nil {
+				t.Fatalf("helm uninstall widgets: %v\n%s", err, out)
+			}
+			eventually(t, time.Minute, "the Widgets being deleted", func() error {
+				if out := kubectl(t, "get", "widgets", "-A", "-o", `jsonpath={range .items[?(@.metadata.deletionTimestamp)]}{.metadata.name}{" "}{end}`); len(strings.Fields(out)) != len(apps) {
+					return fmt.Errorf("being deleted: %q", out)
+				}
+				return nil
+			})
+			leader, killed := killLeader(t)
+			t.Logf("killed Teardown's leader %s mid-uninstall (SIGKILL); %s leads %s later", leader, leaseHolder(t), time.Since(killed).Round(100*time.Millisecond))
 		})
+	})
+}
+
+// operatorLast installs the operator and its Widgets under the sample
+// operator-last policy, uninstalls them together, and checks that every
+// Widget's cleanup call is made and every Widget goes before the operator's
+// Deployment, ServiceAccount and RBAC go, and that nothing is left.
+func operatorLast(t *testing.T, system *cleanups, apps []string, install func() []string, uninstall func()) {
+	t.Helper()
+	policy := filepath.Join(root, "config/samples/teardown.dev_v1alpha1_clusterteardownpolicy_operator_last.yaml")
+	kubectl(t, "apply", "-f", policy)
+	t.Cleanup(func() { kubectl(t, "delete", "--ignore-not-found", "--timeout=2m", "-f", policy) })
+	kubectl(t, "wait", "clusterteardownpolicy/widget-operator-last", "--for=condition=Ready", "--timeout=1m")
+	uids := install()
+	operator := []string{"deployment/widget-operator", "serviceaccount/widget-operator", "clusterrole/widget-operator", "clusterrolebinding/widget-operator"}
+	eventually(t, 2*time.Minute, "the policy guarding the operator", func() error {
+		for _, o := range operator {
+			if f := kubectl(t, "get", o, "-n", "widget-system", "-o", "jsonpath={.metadata.finalizers}"); !strings.Contains(f, "teardown.dev/widget-operator-last") {
+				return fmt.Errorf("%s has finalizers %s", o, f)
+			}
+		}
+		return nil
+	})
+	out, err := sh(t.Context(), "kubectl-teardown plan deployment/widget-operator -n widget-system")
+	if want := "wait step widgets-gone: waits until no Widget is left in every namespace; now 3: ol-a/w, ol-b/w, ol-c/w (3 not being deleted"; err != nil || !strings.Contains(out, want) {
+		t.Errorf("plan of the operator's Deployment: %v, want %q in:\n%s", err, want, out)
+	}
+
+	start := time.Now()
+	uninstall()
+	var widgetsGone time.Duration
+	eventually(t, 5*time.Minute, "the Widgets, then the operator, gone", func() error {
+		widgets := strings.TrimSpace(kubectl(t, "get", "widgets", "-A", "-o", "name"))
+		left := strings.TrimSpace(kubectl(t, append(append([]string{"get"}, operator...), "-n", "widget-system", "--ignore-not-found", "-o", "name")...))
+		if widgets != "" {
+			if !strings.Contains(left, "deployment") {
+				t.Fatalf("the operator's Deployment went while Widgets remain: %s (operator objects left: %q)", widgets, left)
+			}
+			return fmt.Errorf("Widgets left: %s", widgets)
+		}
+		if widgetsGone == 0 {
+			widgetsGone = time.Since(start)
+		}
+		if left != "" {
+			return fmt.Errorf("operator objects left: %s", left)
+		}
+		return nil
+	})
+	t.Logf("Widgets gone %s after the uninstall, the operator's objects %s after it", widgetsGone.Round(100*time.Millisecond), time.Since(start).Round(100*time.Millisecond))
+	if made := system.made(uids); len(made) != len(uids) {
+		t.Errorf("cleanup calls made for %d of %d Widgets: %v", len(made), len(uids), made)
+	}
+	eventually(t, 2*time.Minute, "the operator's pods gone", func() error {
+		if out := kubectl(t, "get", "pods", "-n", "widget-system", "-o", "name"); strings.TrimSpace(out) != "" {
+			return fmt.Errorf("still there: %s", out)
+		}
+		return nil
 	})
 }
 
@@ -228,6 +280,13 @@ func TestOperatorLast(t *testing.T) {
 func installOperator(t *testing.T, bundle string, apps []string) []string {
 	t.Helper()
 	kubectl(t, "apply", "-f", bundle)
+	return operatorRunning(t, apps)
+}
+
+// operatorRunning waits until the operator runs and has put its finalizer
+// on every Widget; it returns the Widgets' UIDs.
+func operatorRunning(t *testing.T, apps []string) []string {
+	t.Helper()
 	kubectl(t, "rollout", "status", "deployment/widget-operator", "-n", "widget-system", "--timeout=5m")
 	var uids []string
 	eventually(t, 2*time.Minute, "the operator's finalizer on every Widget", func() error {
