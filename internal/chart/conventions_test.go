@@ -75,3 +75,47 @@ func TestNetworkPolicyOptIn(t *testing.T) {
 		t.Errorf("the metrics port is open to %v, want networkPolicy.metricsFrom", from)
 	}
 }
+
+// TestMonitorScrapeSettings: the monitors' interval, scrapeTimeout and
+// tlsConfig are values (issue 29, the anchors' chart conventions), the
+// defaults those of config/monitoring.
+func TestMonitorScrapeSettings(t *testing.T) {
+	testenv.SkipShort(t)
+	for _, m := range []struct{ kind, value, endpoints string }{
+		{"ServiceMonitor", "serviceMonitor", "endpoints"},
+		{"PodMonitor", "podMonitor", "podMetricsEndpoints"},
+	} {
+		t.Run(m.kind, func(t *testing.T) {
+			on := []string{"--set", "metrics.enabled=true", "--set", m.value + ".enabled=true"}
+			mon := find(render(t, on...), m.kind, "teardown-controller")
+			if mon == nil {
+				t.Fatalf("no %s with %s.enabled", m.kind, m.value)
+			}
+			ep := get(mon, "spec", m.endpoints, 0)
+			want := map[string]any{"interval": "30s", "tlsConfig": map[string]any{"insecureSkipVerify": true}}
+			if got := pick(ep, "interval", "scrapeTimeout", "tlsConfig"); !reflect.DeepEqual(got, want) {
+				t.Errorf("default scrape settings = %v, want %v", got, want)
+			}
+			mon = find(render(t, append(on, "--set", m.value+".interval=1m", "--set", m.value+".scrapeTimeout=20s",
+				"--set", m.value+".tlsConfig.insecureSkipVerify=null", "--set", m.value+".tlsConfig.serverName=teardown-controller.teardown-system.svc",
+				"--set", m.value+".tlsConfig.ca.secret.name=teardown-ca", "--set", m.value+".tlsConfig.ca.secret.key=ca.crt")...), m.kind, "teardown-controller")
+			want = map[string]any{"interval": "1m", "scrapeTimeout": "20s", "tlsConfig": map[string]any{
+				"serverName": "teardown-controller.teardown-system.svc", "ca": map[string]any{"secret": map[string]any{"name": "teardown-ca", "key": "ca.crt"}}}}
+			if got := pick(get(mon, "spec", m.endpoints, 0), "interval", "scrapeTimeout", "tlsConfig"); !reflect.DeepEqual(got, want) {
+				t.Errorf("scrape settings from values = %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+// pick returns the keys of obj (a map) that are set.
+func pick(obj any, keys ...string) map[string]any {
+	m, _ := obj.(map[string]any)
+	out := map[string]any{}
+	for _, k := range keys {
+		if v, ok := m[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
+}

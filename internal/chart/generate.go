@@ -48,6 +48,10 @@ const (
 	sentinelDefaultSA = "__DEFAULT_SERVICE_ACCOUNT__"
 	sentinelLabels    = "__LABELS__"
 	sentinelKeep      = "__KEEP__"
+	// A monitor endpoint's scrape settings: <prefix>.interval,
+	// .scrapeTimeout (left out when empty) and .tlsConfig. It sorts after
+	// every other key of the endpoint, so it is never a list item's first.
+	sentinelScrape = "zzz_scrape_settings"
 )
 
 // source is one file of config/ and how it goes into the chart.
@@ -309,6 +313,30 @@ func rewrite(obj map[string]any, s source, replaced map[string]bool) error {
 		ann["helm.sh/resource-policy"] = "keep"
 		meta["annotations"] = ann
 	}
+	if kind, _ := obj["kind"].(string); kind == "ServiceMonitor" || kind == "PodMonitor" {
+		// The scrape settings come from values: every endpoint's
+		// interval, scrapeTimeout and tlsConfig (config/ keeps defaults,
+		// which values.yaml repeats).
+		spec, _ := obj["spec"].(map[string]any)
+		endpoints, _ := spec["endpoints"].([]any)
+		if kind == "PodMonitor" {
+			endpoints, _ = spec["podMetricsEndpoints"].([]any)
+		}
+		if len(endpoints) == 0 {
+			return fmt.Errorf("a %s without endpoints", kind)
+		}
+		for _, e := range endpoints {
+			ep, _ := e.(map[string]any)
+			if ep == nil {
+				return fmt.Errorf("a %s endpoint that is not an object", kind)
+			}
+			delete(ep, "interval")
+			delete(ep, "scrapeTimeout")
+			delete(ep, "tlsConfig")
+			ep[sentinelScrape] = ""
+			replaced[sentinelScrape] = true
+		}
+	}
 	if kind, _ := obj["kind"].(string); strings.HasSuffix(kind, "Binding") {
 		subjects, _ := obj["subjects"].([]any)
 		for _, sub := range subjects {
@@ -350,6 +378,7 @@ func walkStrings(v any, f func(string) string) any {
 var (
 	labelsLine = regexp.MustCompile(`(?m)^( *)` + sentinelLabels + `: ""$`)
 	keepLine   = regexp.MustCompile(`(?m)^( *)` + sentinelKeep + `: ""$`)
+	scrapeLine = regexp.MustCompile(`(?m)^( *)` + sentinelScrape + `: ""$`)
 	// Text of config/ that looks like a template action (Prometheus alert
 	// templates such as {{ $labels.finalizer }}) is printed as is.
 	escape = strings.NewReplacer("{{", "{{`{{`}}", "}}", "{{`}}`}}")
@@ -366,6 +395,19 @@ func expand(y string, s source) string {
 			out += fmt.Sprintf("\n%s{{- with $.Values.%s }}\n%s{{- toYaml . | nindent %d }}\n%s{{- end }}", pad, s.labels, pad, indent, pad)
 		}
 		return out
+	})
+	y = scrapeLine.ReplaceAllStringFunc(y, func(line string) string {
+		indent := len(line) - len(strings.TrimLeft(line, " "))
+		pad := line[:indent]
+		v := "$.Values." + strings.TrimSuffix(s.cond, ".enabled")
+		return pad + "interval: {{ " + v + ".interval }}\n" +
+			pad + "{{- with " + v + ".scrapeTimeout }}\n" +
+			pad + "scrapeTimeout: {{ . }}\n" +
+			pad + "{{- end }}\n" +
+			pad + "{{- with " + v + ".tlsConfig }}\n" +
+			pad + "tlsConfig:\n" +
+			pad + fmt.Sprintf("  {{- toYaml . | nindent %d }}\n", indent+2) +
+			pad + "{{- end }}"
 	})
 	y = keepLine.ReplaceAllStringFunc(y, func(line string) string {
 		pad := line[:len(line)-len(strings.TrimLeft(line, " "))]

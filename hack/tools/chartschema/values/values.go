@@ -69,8 +69,8 @@ type Values struct {
 	InUseWebhook      InUseWebhook      `json:"inUseWebhook"`
 	AdmissionPolicies Toggle            `json:"admissionPolicies"`
 	NetworkPolicy     NetworkPolicy     `json:"networkPolicy"`
-	ServiceMonitor    Monitor           `json:"serviceMonitor"`
-	PodMonitor        Monitor           `json:"podMonitor"`
+	ServiceMonitor    ScrapeMonitor     `json:"serviceMonitor"`
+	PodMonitor        ScrapeMonitor     `json:"podMonitor"`
 	PrometheusRule    Monitor           `json:"prometheusRule"`
 	GrafanaDashboard  GrafanaDashboard  `json:"grafanaDashboard"`
 	UninstallHook     UninstallHook     `json:"uninstallHook"`
@@ -214,6 +214,29 @@ type InUseWebhook struct {
 type Monitor struct {
 	Enabled bool              `json:"enabled"`
 	Labels  map[string]string `json:"labels"`
+}
+
+// A ServiceMonitor or PodMonitor: on or off, its labels, and how its
+// endpoint is scraped.
+type ScrapeMonitor struct {
+	Enabled bool              `json:"enabled"`
+	Labels  map[string]string `json:"labels"`
+	// How often Prometheus scrapes the controller.
+	Interval PromDuration `json:"interval"`
+	// How long a scrape may take; empty: Prometheus's default.
+	ScrapeTimeout PromDuration `json:"scrapeTimeout"`
+	// The endpoint's tlsConfig, as the Prometheus Operator reads it: the
+	// default trusts any certificate (the controller serves a self-signed
+	// one unless given its own); with a certificate of your CA, set ca and
+	// serverName instead. Empty: none.
+	TLSConfig Object `json:"tlsConfig"`
+}
+
+// PromDuration is a Prometheus duration (30s, 1m, 1h30m); empty where allowed.
+type PromDuration string
+
+func (PromDuration) JSONSchema() *jsonschema.Schema {
+	return &jsonschema.Schema{Type: "string", Pattern: `^(|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$`}
 }
 
 // The Grafana dashboard as a ConfigMap.
