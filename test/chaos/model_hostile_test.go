@@ -78,7 +78,7 @@ func (m *modelRun) probeDuringRun(ctx context.Context) (string, error) {
 	}
 	ns := pick(m.rng, m.liveNamespaces())
 	start := time.Now()
-	if v := m.probe(ctx, ns); v != "" {
+	if v := m.probe(ctx, ns, true); v != "" {
 		m.lateProbes = append(m.lateProbes, "latency-"+v)
 		return "probe in " + ns + ": " + v, nil
 	}

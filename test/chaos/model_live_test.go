@@ -65,7 +65,7 @@ func (m *modelRun) liveness(ctx context.Context) []string {
 		}
 	}
 	for _, ns := range m.liveNamespaces() {
-		if v := m.probe(ctx, ns); v != "" {
+		if v := m.probe(ctx, ns, false); v != "" {
 			vs = append(vs, v)
 		}
 	}
@@ -186,8 +186,11 @@ func (m *modelRun) readyConditions(ctx context.Context) map[string]string {
 }
 
 // probe creates a policy in ns and expects it served, then an object it
-// guards, deleted, to go after its cleanup, each within probeBound.
-func (m *modelRun) probe(ctx context.Context, ns string) string {
+// guards, deleted, to go after its cleanup, each within probeBound. During
+// the run (keyOnly), other policies may select the object too (a cluster
+// policy's `{}` selector) and their receivers fail or hold on purpose: then
+// the probe's own key leaving the object is its release.
+func (m *modelRun) probe(ctx context.Context, ns string, keyOnly bool) string {
 	p := &genPol{Kind: "TeardownPolicy", NS: ns, Name: fmt.Sprintf("tp-%s-%03d", m.run, m.next())}
 	pol := &teardownv1alpha1.TeardownPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: p.Name},
 		Spec: teardownv1alpha1.TeardownPolicySpec{
@@ -219,8 +222,8 @@ func (m *modelRun) probe(ctx context.Context, ns string) string {
 		return "liveness-probe: deleting " + cm.Name + ": " + err.Error()
 	}
 	if !poll(probeBound, 200*time.Millisecond, func(ctx context.Context) (bool, error) {
-		_, exists, err := finalizersOf(ctx, cm)
-		return !exists, err
+		fins, exists, err := finalizersOf(ctx, cm)
+		return !exists || keyOnly && !slices.Contains(fins, key), err
 	}) {
 		fins, _, _ := finalizersOf(ctx, cm)
 		return fmt.Sprintf("liveness-probe-object-not-released: %s/%s still there %s after its deletion, finalizers %v", ns, cm.Name, probeBound, fins)
