@@ -284,7 +284,7 @@ helm: $(HELM) ## Build helm (pinned in hack/tools/helm/go.mod) into bin/helm.
 .PHONY: chart
 chart: ## Write the generated part of charts/teardown (CRDs, RBAC, admission policies, monitoring, dashboard) from config/, and its values.schema.json.
 	$(GO) run ./hack/chart >/dev/null
-	$(GO) -C hack/tools/chartschema run . -out $(CURDIR)/charts/teardown/values.schema.json
+	$(GO) -C hack/tools/chartschema run . -out $(CURDIR)/charts/teardown/values.schema.json -readme $(CURDIR)/charts/teardown/README.md -values $(CURDIR)/charts/teardown/values.yaml
 
 .PHONY: verify
 verify: ## Fail if code is unformatted, vet or golangci-lint complains, go.mod is untidy or generated files are stale.

@@ -27,8 +27,13 @@ import (
 
 func main() {
 	out := flag.String("out", "", "where to write the schema; empty: standard output")
+	readmeOut := flag.String("readme", "", "also write the chart's README (its table of values) here")
+	valuesPath := flag.String("values", "", "the chart's values.yaml, whose defaults the README lists (with -readme)")
 	flag.Parse()
-	data, err := generate()
+	s, data, err := generate()
+	if err == nil && *readmeOut != "" {
+		err = writeReadme(*readmeOut, s, *valuesPath)
+	}
 	if err == nil {
 		if *out == "" {
 			_, err = os.Stdout.Write(data)
@@ -42,7 +47,7 @@ func main() {
 	}
 }
 
-func generate() ([]byte, error) {
+func generate() (*jsonschema.Schema, []byte, error) {
 	r := &jsonschema.Reflector{
 		Anonymous:      true,
 		DoNotReference: true,
@@ -53,7 +58,7 @@ func generate() ([]byte, error) {
 	}
 	// go run runs in the module's folder, where values/ is.
 	if err := r.AddGoComments("github.com/teardown-dev/teardown/hack/tools/chartschema", "values"); err != nil {
-		return nil, fmt.Errorf("reading the comments of values.go: %w", err)
+		return nil, nil, fmt.Errorf("reading the comments of values.go: %w", err)
 	}
 	s := r.Reflect(&values.Values{})
 	s.Version = "http://json-schema.org/draft-07/schema#"
@@ -64,9 +69,9 @@ func generate() ([]byte, error) {
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(s); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// Comments wrap lines; a description reads better as one line. In the
 	// encoded JSON a newline can only be a string's escaped \n.
-	return bytes.ReplaceAll(buf.Bytes(), []byte(`\n`), []byte(" ")), nil
+	return s, bytes.ReplaceAll(buf.Bytes(), []byte(`\n`), []byte(" ")), nil
 }

@@ -63,40 +63,48 @@ type Values struct {
 	ExtraEnv []Object `json:"extraEnv"`
 	// RBAC rules (PolicyRule objects) on the kinds the policies guard,
 	// aggregated into ClusterRole teardown-controller-targets.
-	TargetRules       []Object          `json:"targetRules"`
-	Metrics           Metrics           `json:"metrics"`
-	Webhook           Webhook           `json:"webhook"`
-	InUseWebhook      InUseWebhook      `json:"inUseWebhook"`
-	AdmissionPolicies Toggle            `json:"admissionPolicies"`
-	NetworkPolicy     NetworkPolicy     `json:"networkPolicy"`
-	ServiceMonitor    ScrapeMonitor     `json:"serviceMonitor"`
-	PodMonitor        ScrapeMonitor     `json:"podMonitor"`
-	PrometheusRule    Monitor           `json:"prometheusRule"`
-	GrafanaDashboard  GrafanaDashboard  `json:"grafanaDashboard"`
-	UninstallHook     UninstallHook     `json:"uninstallHook"`
-	Check             Check             `json:"check"`
-	PodAnnotations    map[string]string `json:"podAnnotations"`
-	PodLabels         map[string]string `json:"podLabels"`
-	NodeSelector      map[string]string `json:"nodeSelector"`
+	TargetRules       []Object         `json:"targetRules"`
+	Metrics           Metrics          `json:"metrics"`
+	Webhook           Webhook          `json:"webhook"`
+	InUseWebhook      InUseWebhook     `json:"inUseWebhook"`
+	AdmissionPolicies Toggle           `json:"admissionPolicies"`
+	NetworkPolicy     NetworkPolicy    `json:"networkPolicy"`
+	ServiceMonitor    ScrapeMonitor    `json:"serviceMonitor"`
+	PodMonitor        ScrapeMonitor    `json:"podMonitor"`
+	PrometheusRule    Monitor          `json:"prometheusRule"`
+	GrafanaDashboard  GrafanaDashboard `json:"grafanaDashboard"`
+	UninstallHook     UninstallHook    `json:"uninstallHook"`
+	Check             Check            `json:"check"`
+	// More annotations on the controller's pods.
+	PodAnnotations map[string]string `json:"podAnnotations"`
+	// More labels on the controller's pods.
+	PodLabels map[string]string `json:"podLabels"`
+	// The pods' nodeSelector.
+	NodeSelector map[string]string `json:"nodeSelector"`
 	// Toleration objects.
 	Tolerations []Object `json:"tolerations"`
 	// The pod's affinity; empty: spread the replicas over nodes (preferred).
 	Affinity Object `json:"affinity"`
 	// TopologySpreadConstraint objects.
-	TopologySpreadConstraints     []Object `json:"topologySpreadConstraints"`
-	PriorityClassName             string   `json:"priorityClassName"`
-	TerminationGracePeriodSeconds int      `json:"terminationGracePeriodSeconds" jsonschema:"minimum=0"`
+	TopologySpreadConstraints []Object `json:"topologySpreadConstraints"`
+	// The pod's priorityClassName.
+	PriorityClassName string `json:"priorityClassName"`
+	// The pod's terminationGracePeriodSeconds: a replica that stops hands
+	// its Lease over at once, so a rollout does not wait for it to expire.
+	TerminationGracePeriodSeconds int `json:"terminationGracePeriodSeconds" jsonschema:"minimum=0"`
 }
 
 // The teardown-controller image (also the uninstall hook's).
 type Image struct {
+	// The image's repository (with its registry host).
 	Repository string `json:"repository" jsonschema:"minLength=1"`
 	// A mirror (host, and path if any) that replaces repository's registry: mirror.example.com/ghcr pulls mirror.example.com/ghcr/teardown-dev/teardown-controller.
 	Registry string `json:"registry"`
 	// Used when digest is empty; empty: the chart's appVersion.
 	Tag string `json:"tag"`
 	// sha256:…; when set the image is pulled by digest and tag is not used.
-	Digest     string `json:"digest" jsonschema:"pattern=^(sha256:[a-f0-9]{64})?$"`
+	Digest string `json:"digest" jsonschema:"pattern=^(sha256:[a-f0-9]{64})?$"`
+	// The containers' imagePullPolicy.
 	PullPolicy string `json:"pullPolicy" jsonschema:"enum=Always,enum=IfNotPresent,enum=Never"`
 }
 
