@@ -27,6 +27,7 @@ var layers = [][]string{
 		"internal/diagnose/signals",
 		"internal/plugin", "internal/uninstall", "internal/installcheck", "internal/controller/cachetransform",
 		"internal/queuekey", "internal/cleantext", "internal/version", "internal/lease", "internal/fairqueue",
+		"internal/kubeconfig",
 	},
 	{"api/v1alpha1", "pkg/finalizer", "pkg/finalizer/record"},
 }

@@ -16,8 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	"k8s.io/client-go/tools/clientcmd"
-
+	"github.com/teardown-dev/teardown/internal/kubeconfig"
 	"github.com/teardown-dev/teardown/internal/version"
 )
 
@@ -71,7 +70,7 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
-	kubeconfig := fs.String("kubeconfig", "", "Path to a kubeconfig (default: the KUBECONFIG variable, ~/.kube/config, else the pod's in-cluster config).")
+	kubeconfigPath := fs.String("kubeconfig", "", "Path to a kubeconfig (default: the KUBECONFIG variable, ~/.kube/config, else the pod's in-cluster config).")
 	namespace := fs.String("namespace", defaultNamespace(), "Namespace of the controller (default: the POD_NAMESPACE variable, else "+DefaultNamespace+").")
 	wait := fs.Duration("wait", 0, "Check again every 2s until every check passes or this long has passed; 0 checks once.")
 	if err := fs.Parse(args); err != nil {
@@ -86,9 +85,12 @@ Flags:
 	}
 	// client-go's loading rules, not controller-runtime's config package:
 	// kubectl-teardown links this package too, and no controller-runtime.
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = *kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	loader := kubeconfig.Loader(*kubeconfigPath)
+	if err := kubeconfig.CheckConfigured(loader, "", *kubeconfigPath); err != nil {
+		fmt.Fprintln(stderr, "teardown-controller check:", err)
+		return ExitFailed
+	}
+	cfg, err := loader.ClientConfig()
 	if err != nil {
 		fmt.Fprintln(stderr, "teardown-controller check:", err)
 		return ExitFailed

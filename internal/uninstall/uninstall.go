@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/kubeconfig"
 	"github.com/teardown-dev/teardown/pkg/finalizer"
 )
 
@@ -114,6 +115,16 @@ Flags:
 	if *timeout <= 0 {
 		fmt.Fprintln(stderr, "teardown-controller uninstall: --timeout must be positive")
 		return ExitUsage
+	}
+	// controller-runtime's --kubeconfig flag (config.RegisterFlags) names the
+	// file first, as config.GetConfig reads it.
+	explicit := ""
+	if f := fs.Lookup("kubeconfig"); f != nil {
+		explicit = f.Value.String()
+	}
+	if err := kubeconfig.CheckConfigured(kubeconfig.Loader(explicit), "", explicit); err != nil {
+		fmt.Fprintln(stderr, "teardown-controller uninstall:", err)
+		return ExitFailed
 	}
 	cfg, err := config.GetConfig()
 	if err != nil {
