@@ -221,18 +221,18 @@ func TestModelChecker(t *testing.T) {
 			cm(1, "1", "web", 0, false), cm(2, "2", "web", 0, false, key), cm(10, "4", "web", 0, false)},
 		want: map[string]int{"unjustified-removal-of-a-live-object": 1},
 	}, {
-		name: "a large object selected for 20 s, never guarded, no word of it",
-		recs: []record{nsRec(0, ns, false), pol(0, "p", spec("", nil), false), large(1, "1", 0, false), large(21, "2", 21, false), large(22, "3", 21, true)},
+		name: "a large object selected for 70 s, never guarded, no word of it",
+		recs: []record{nsRec(0, ns, false), pol(0, "p", spec("", nil), false), large(1, "1", 0, false), large(71, "2", 71, false), large(72, "3", 71, true)},
 		want: map[string]int{"unguarded-without-a-word": 1},
 	}, {
-		name: "a large object selected for 20 s, never guarded, said by an AttachRefused Event",
-		recs: []record{nsRec(0, ns, false), pol(0, "p", spec("", nil), false), large(1, "1", 0, false), large(21, "2", 21, false), large(22, "3", 21, true),
+		name: "a large object selected for 70 s, never guarded, said by an AttachRefused Event",
+		recs: []record{nsRec(0, ns, false), pol(0, "p", spec("", nil), false), large(1, "1", 0, false), large(71, "2", 71, false), large(72, "3", 71, true),
 			{At: at(2), Type: watch.Added, Obj: &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "e"}, Reason: teardownv1alpha1.AttachRefusedReason,
 				InvolvedObject: corev1.ObjectReference{Kind: "ConfigMap", Namespace: ns, Name: "cm-r0-0001", UID: "obj"}}}},
 		want: map[string]int{},
 	}, {
-		name: "a large object deleted 5 s after it was selected",
-		recs: []record{nsRec(0, ns, false), pol(0, "p", spec("", nil), false), large(1, "1", 0, false), large(6, "2", 6, false), large(7, "3", 6, true)},
+		name: "a large object deleted 30 s after it was selected",
+		recs: []record{nsRec(0, ns, false), pol(0, "p", spec("", nil), false), large(1, "1", 0, false), large(31, "2", 31, false), large(32, "3", 31, true)},
 		want: map[string]int{},
 	}, {
 		name: "an Event in the namespace names another namespace's object",

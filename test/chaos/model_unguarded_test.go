@@ -15,8 +15,10 @@ import (
 )
 
 // unguardedBound is how long an object a policy in force selects may go
-// without its key, and without a word, before the checker calls it silent.
-const unguardedBound = 15 * time.Second
+// without its key, and without a word, before the checker calls it silent:
+// a replica paused past its lease (20 s) and a restart, under load, fit in
+// it.
+const unguardedBound = time.Minute
 
 // checkUnguarded: an object whose annotations leave no room for Teardown's
 // records (the generator's filler) cannot be guarded. When a Ready policy

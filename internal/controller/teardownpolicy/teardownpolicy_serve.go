@@ -169,11 +169,18 @@ func (r *Reconciler) putInForce(ctx context.Context, pol *policy.Policy, status 
 	}
 
 	if status.BoundRecordsSince == nil {
-		// First served by a controller that binds its records: the
-		// earlier release's unbound records count on the objects created
-		// before now (policy.Served.EarlierRelease).
-		now := metav1.NewTime(time.Now().UTC().Truncate(time.Second))
-		status.BoundRecordsSince = &now
+		// First served by a controller that binds its records. Served by
+		// an earlier release before (its status names a key): that
+		// release's unbound records count on the objects created before
+		// now (policy.Served.EarlierRelease). Never served before: no
+		// earlier release wrote any, so none counts, not even on an object
+		// created between the policy's creation and now, whose creator
+		// knew the policy's UID and could write one.
+		since := metav1.NewTime(time.Now().UTC().Truncate(time.Second))
+		if status.Finalizer == "" {
+			since = metav1.NewTime(pol.Created)
+		}
+		status.BoundRecordsSince = &since
 	}
 
 	current, ok := r.Index.Get(pol.Ref)
