@@ -469,7 +469,10 @@ func (c *checker) judgeLive(o *objHist, i int, key string) (string, string) {
 
 // releasedByDeletion: a policy being deleted releases its own key from the
 // live objects it selects, a Declared key included (docs/controller.md,
-// "When a policy is deleted"), except in a namespace being deleted.
+// "When a policy is deleted"), and what it attached under a key of an
+// earlier version or one it yielded (the attached record, bound to the
+// object, names it: "a yielded policy releases what it attached when it is
+// uninstalled"), except in a namespace being deleted.
 func (c *checker) releasedByDeletion(o *objHist, key string, t time.Time) bool {
 	for _, at := range c.checkTimes(o, t) {
 		os, ok := stateAt(o.States, at, func(s objState) time.Time { return s.At })
@@ -477,13 +480,22 @@ func (c *checker) releasedByDeletion(o *objHist, key string, t time.Time) bool {
 		if !ok || ns.Deleting {
 			continue
 		}
+		attachedBy := ""
+		if v, marked := os.CM.Annotations["attached.finalizer.teardown.dev/"+annotationName(key)]; marked {
+			if obj, pol, found := strings.Cut(v, "/"); found && obj == string(o.UID) {
+				attachedBy = pol
+			}
+		}
 		for _, p := range c.h.pols {
 			s, ok := stateAt(p.States, at, func(s polState) time.Time { return s.At })
 			deleting := ok && s.Deleting
 			if del, seen := p.deletedAt(); ok && seen && !del.After(at) {
 				deleting = true // its deletion reached our watch late, across a gap
 			}
-			if deleting && p.key(s.Spec) == key && p.selects(s.Spec, o.NS, os.CM.Labels, ns.Labels) {
+			if !deleting {
+				continue
+			}
+			if p.key(s.Spec) == key && p.selects(s.Spec, o.NS, os.CM.Labels, ns.Labels) || attachedBy != "" && attachedBy == string(p.UID) {
 				return true
 			}
 		}

@@ -106,6 +106,11 @@ func TestModelChecker(t *testing.T) {
 		r.Obj.SetAnnotations(map[string]string{fillerKey: "x"})
 		return r
 	}
+	// attachedByP gives a state of cm-r0-0001 p's attached record for key.
+	attachedByP := func(r record) record {
+		r.Obj.SetAnnotations(map[string]string{"attached.finalizer.teardown.dev/" + annotationName(key): "obj/p-p"})
+		return r
+	}
 	// guardedThenDeleted: tenant creates (rv 1), the controller attaches
 	// (rv 2), the tenant deletes (rv 3), and the key goes at 10 s.
 	base := []record{nsRec(0, ns, false), nsRec(0, other, false),
@@ -233,6 +238,14 @@ func TestModelChecker(t *testing.T) {
 	}, {
 		name: "a large object deleted 30 s after it was selected",
 		recs: []record{nsRec(0, ns, false), pol(0, "p", spec("", nil), false), large(1, "1", 0, false), large(31, "2", 31, false), large(32, "3", 31, true)},
+		want: map[string]int{},
+	}, {
+		name: "an attached key released from a live object when the policy that attached it, under a key of an earlier version, is deleted",
+		recs: []record{nsRec(0, ns, false), pol(0, "q", spec("", func(s *teardownv1alpha1.TeardownPolicySpec) { s.Attach = teardownv1alpha1.AttachDeclared }), false),
+			pol(0, "p", spec("", nil), false), cm(1, "1", "web", 0, false), attachedByP(cm(2, "2", "web", 0, false, key)),
+			pol(3, "p", spec("", func(s *teardownv1alpha1.TeardownPolicySpec) { s.Finalizer = "example.com/other" }), false),
+			pol(6, "p", spec("", func(s *teardownv1alpha1.TeardownPolicySpec) { s.Finalizer = "example.com/other" }), true),
+			attachedByP(cm(7, "4", "web", 0, false))},
 		want: map[string]int{},
 	}, {
 		name: "an Event in the namespace names another namespace's object",
