@@ -82,7 +82,7 @@ func (m *modelRun) createObject(ctx context.Context) (string, error) {
 		return "create " + ns + "/" + cm.Name, err
 	}
 	m.noteWrite(cm)
-	m.objs = append(m.objs, &genObj{NS: ns, Name: cm.Name, UID: cm.UID})
+	m.objs = append(m.objs, &genObj{NS: ns, Name: cm.Name, UID: cm.UID, Large: large})
 	return fmt.Sprintf("create %s/%s labels=%v finalizers=%v records=%v", ns, cm.Name, cm.Labels, cm.Finalizers, keysOf(cm.Annotations)), nil
 }
 

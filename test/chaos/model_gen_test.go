@@ -38,6 +38,7 @@ type genObj struct {
 	NS, Name string
 	UID      types.UID
 	Deleted  bool
+	Large    bool // its annotations fill the API server's limit (fillerKey)
 }
 
 type genPol struct {

@@ -11,7 +11,10 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 )
@@ -85,4 +88,22 @@ func (m *modelRun) probeDuringRun(ctx context.Context) (string, error) {
 	d := time.Since(start)
 	m.probeTimes = append(m.probeTimes, d)
 	return fmt.Sprintf("probe in %s: served, guarded and released in %s", ns, d.Round(10*time.Millisecond)), nil
+}
+
+// trimLarge removes the filler from every large object left, as its tenant
+// would once told (the ProgressRefused and AttachRefused Events): a
+// deletion that could not record its progress stays held by design, and
+// goes on once there is room.
+func (m *modelRun) trimLarge(ctx context.Context) {
+	patch := []byte(`{"metadata":{"annotations":{"` + fillerKey + `":null}}}`)
+	for _, o := range m.objs {
+		if !o.Large {
+			continue
+		}
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: o.NS, Name: o.Name}}
+		if err := k8s.Patch(ctx, cm, client.RawPatch(types.MergePatchType, patch)); err == nil {
+			m.noteWrite(cm)
+			m.logf("trim %s/%s", o.NS, o.Name)
+		}
+	}
 }

@@ -132,8 +132,9 @@ func runModel(t *testing.T, seed uint64, steps int, run string) modelFigures {
 
 	m.generate(ctx, steps)
 
-	m.logf("generator done; every receiver answers Success from now on")
+	m.logf("generator done; every receiver answers Success from now on, and the large objects are trimmed")
 	m.hooks.heal()
+	m.trimLarge(ctx)
 	for _, r := range m.replicas {
 		_ = r.Kill()
 	}
