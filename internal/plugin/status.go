@@ -115,8 +115,9 @@ kubeconfig context's namespace; a terminating namespace is listed with what it
 still holds. -A lists every namespace and also the cluster-scoped kinds (Nodes,
 PersistentVolumes, CRDs, ...), which belong to no namespace. -l keeps the objects
 whose labels match. It uses metadata-only lists of the kinds that can be deleted,
-in parallel, and never writes. With --watch it refreshes as teardowns progress,
-including Teardown policy steps.
+in parallel, and never writes. With --watch it then watches those kinds and
+redraws when a deletion starts, changes or ends (Teardown policy steps included),
+at most every --interval, and at least every 30s.
 
 Output goes through kubectl's printers: a table (-o wide adds the finalizers and
 the API version; --no-headers drops the header line), -o name, and -o json, yaml,
@@ -147,8 +148,8 @@ it has been Terminating.`,
 	o.Output.addFlags(cmd, "a table", true)
 	cmd.Flags().BoolVarP(&o.AllNamespaces, flagAllNamespaces, "A", false, "list every namespace and the cluster-scoped kinds; -n is then ignored")
 	cmd.Flags().StringVarP(&o.Selector, flagSelector, "l", "", "label selector to filter on, as kubectl's (e.g. -l 'app=web,tier!=cache')")
-	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "refresh until interrupted")
-	cmd.Flags().DurationVar(&o.Interval, "interval", 2*time.Second, "refresh interval with --watch")
+	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "redraw when a deletion changes (one watch per kind, no lists in between), until interrupted")
+	cmd.Flags().DurationVar(&o.Interval, "interval", 2*time.Second, "with --watch, the shortest time between two frames (one is drawn at least every 30s)")
 	cmd.Flags().IntVar(&o.Workers, "workers", 16, "lists in flight")
 	cmd.Flags().DurationVar(&o.StuckAfter, "stuck-after", 0, "exit with code 3 if an object has been Terminating for longer than this (e.g. 5m; 0: never)")
 	cmd.Flags().BoolVar(&o.ExitBlocked, flagExitBlocked, false, "exit with code 3 if explain's analysis finds a blocker for a listed object, however long it has been Terminating")
@@ -191,11 +192,21 @@ func (o *StatusOptions) Validate() error {
 	return o.Output.validate()
 }
 
-// Run lists, prints, and with --watch repeats.
+// watchRedraw is how often status --watch redraws with nothing changed, so
+// that the ages and the diagnosis stay current.
+const watchRedraw = 30 * time.Second
+
+// Run lists, prints, and with --watch repeats: on a change a watch saw
+// (an object starts being deleted, or one being deleted changes or goes),
+// at most every --interval, and at least every watchRedraw.
 func (o *StatusOptions) Run(ctx context.Context) error {
 	color, err := useColor(o.Color, o.ErrOut)
 	if err != nil {
 		return err
+	}
+	var changes <-chan struct{}
+	if o.Watch {
+		changes = o.watchDeletions(ctx)
 	}
 	for {
 		rep, err := o.collect(ctx)
@@ -219,13 +230,40 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 			}
 			return o.blockedExit(rep)
 		}
+		drawn := time.Now()
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(o.Interval):
+		case <-changes:
+		case <-time.After(watchRedraw):
+		}
+		// Changes come in bursts (a namespace's deletion): one frame for
+		// the burst, no sooner than --interval after the last.
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(time.Until(drawn.Add(o.Interval))):
+		}
+		select {
+		case <-changes:
+		default:
 		}
 		fmt.Fprintln(o.Out)
 	}
+}
+
+// watchDeletions watches the kinds status lists, and namespaces, for
+// deletions (kube.Cluster.Deletions).
+func (o *StatusOptions) watchDeletions(ctx context.Context) <-chan struct{} {
+	resources, _ := o.cluster.read.Resources()
+	var rs []kube.APIResource
+	for _, r := range deletable(resources) {
+		if o.namespace != "" && !r.Namespaced {
+			continue
+		}
+		rs = append(rs, r)
+	}
+	return o.cluster.read.Deletions(ctx, rs, o.namespace, o.Selector)
 }
 
 // markStuck flags the items Terminating for longer than threshold (none
