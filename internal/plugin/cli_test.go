@@ -67,9 +67,9 @@ func TestUsageCheckedBeforeAnyRequest(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"release", "configmap/cfg", "--reason", "r"}, `required flag(s) "finalizer" not set`},
+		{[]string{"release", "configmap/cfg", "--reason", "r"}, `--finalizer is required`},
 		{[]string{"release", "configmap/cfg", "--finalizer", "example.com/x", "--reason", " "}, "--reason is required"},
-		{[]string{"release", "configmap/cfg"}, `required flag(s) "finalizer", "reason" not set`},
+		{[]string{"release", "configmap/cfg"}, `required flag(s) "reason" not set`},
 		{[]string{"explain"}, "accepts between 1 and 2 arg(s)"},
 		{[]string{"explain", "configmap/a/b/c", "x"}, "expected TYPE/NAME or TYPE NAME"},
 		{[]string{"explain", "configmap/cfg", "-o", "wide"}, `unknown output format "wide"`},
@@ -134,7 +134,8 @@ func TestCompletionScript(t *testing.T) {
 		{[]string{""}, []string{"explain\t", "plan\t", "release\t", "status\t", "version\t", ":4"}},
 		{[]string{"status", "-o", ""}, []string{"wide\n", "name\n", "json\n", "yaml\n", "jsonpath\n", "go-template\n", ":4"}},
 		{[]string{"status", "--"}, []string{"--all-namespaces\t", "--selector\t", "--no-headers\t"}},
-		{[]string{"release", "configmap/x", "--"}, []string{"--finalizer\t", "--reason\t"}},
+		{[]string{"release", "configmap/x", "--f"}, []string{"--finalizer\t", "--force\t"}},
+		{[]string{"release", "configmap/x", "--"}, []string{"--reason\t"}},
 		// Nothing to offer from an unreachable cluster, and no file names.
 		{[]string{"explain", ""}, []string{":4"}},
 	} {

@@ -49,6 +49,7 @@ const (
 	flagAuditLog        = "audit-log"
 	flagResourceVersion = "resource-version"
 	flagDryRun          = "dry-run"
+	flagOrphaned        = "orphaned"
 )
 
 // ReleaseOptions is `kubectl teardown release`.
@@ -67,6 +68,12 @@ type ReleaseOptions struct {
 	// both meaning this command's dry-run, which always checks the exact
 	// write on the server and never writes or prompts.
 	DryRun string
+	// Orphaned releases, in the namespace, every finalizer explain finds
+	// owned by nothing (release_orphaned.go).
+	Orphaned bool
+	// requireCause, when set, applies only while explain's finding for the
+	// finalizer still has this cause (the bulk release re-checks each one).
+	requireCause string
 
 	Now func() time.Time
 	// beforeApply runs between the evidence and the write; tests use it to
@@ -106,10 +113,14 @@ resourceVersion precondition. Every applied release is recorded on the object
 (annotation ` + AuditAnnotation + `) and in a local audit log.
 
 The CRD cleanup finalizer and a namespace's kubernetes token are refused without
---force, and --force prints what will be orphaned.`,
+--force, and --force prints what will be orphaned.
+
+--orphaned (with -n, instead of TYPE/NAME and --finalizer) releases, in one
+namespace, every finalizer explain finds owned by nothing, each as above.`,
 		Example: `  kubectl teardown release configmap/cfg -n shop --finalizer example.com/cleanup --reason "operator uninstalled, bucket deleted by hand"
-  kubectl teardown release namespace/shop --finalizer openshift.io/origin --reason "OpenShift 3 leftover" --yes`,
-		Args:              usageArgs(cobra.RangeArgs(1, 2)),
+  kubectl teardown release namespace/shop --finalizer openshift.io/origin --reason "OpenShift 3 leftover" --yes
+  kubectl teardown release --orphaned -n shop --reason "leftovers of an uninstalled tool"`,
+		Args:              usageArgs(cobra.RangeArgs(0, 2)),
 		ValidArgsFunction: completeTypeName(o.flags),
 		RunE:              runE(o),
 	}
@@ -122,8 +133,8 @@ The CRD cleanup finalizer and a namespace's kubernetes token are refused without
 	// A bare --dry-run means a dry-run, as kubectl's did.
 	cmd.Flags().Lookup(flagDryRun).NoOptDefVal = "server"
 	cmd.Flags().StringVar(&o.ResourceVersion, flagResourceVersion, "", "apply only if the object is still at this resourceVersion (the one a dry-run showed)")
+	cmd.Flags().BoolVar(&o.Orphaned, flagOrphaned, false, "instead of TYPE/NAME and --finalizer: every finalizer that explain finds owned by nothing (OrphanFinalizer) on the objects being deleted in the namespace, each with its own evidence, dry-run and audit record")
 	// Checked before any API call, by cobra and again by Validate.
-	_ = cmd.MarkFlagRequired(flagFinalizer)
 	_ = cmd.MarkFlagRequired(flagReason)
 	return cmd
 }
@@ -142,12 +153,23 @@ func defaultAuditLog() string {
 
 // Complete reads the arguments and builds the clients, without an API call.
 func (o *ReleaseOptions) Complete(cmd *cobra.Command, args []string) error {
+	if o.Orphaned {
+		if len(args) > 0 {
+			return usageErrorf("--%s releases what it finds in the namespace: give no TYPE/NAME", flagOrphaned)
+		}
+		return o.clusterOptions.complete(cmd)
+	}
 	return o.complete(cmd, args)
 }
 
 // Validate checks the flags.
 func (o *ReleaseOptions) Validate() error {
-	if o.Finalizer == "" {
+	switch {
+	case o.Orphaned && o.Finalizer != "":
+		return usageErrorf("--%s finds the finalizers itself: give no --%s", flagOrphaned, flagFinalizer)
+	case o.Orphaned && (o.Force || o.ResourceVersion != ""):
+		return usageErrorf("--%s takes neither --%s nor --%s", flagOrphaned, flagForce, flagResourceVersion)
+	case !o.Orphaned && o.Finalizer == "":
 		return usageErrorf("--%s is required", flagFinalizer)
 	}
 	if strings.TrimSpace(o.Reason) == "" {
@@ -188,6 +210,9 @@ type AuditRecord struct {
 
 // Run shows the evidence, dry-runs, and applies on confirmation.
 func (o *ReleaseOptions) Run(ctx context.Context) error {
+	if o.Orphaned {
+		return o.runOrphaned(ctx)
+	}
 	color, err := useColor(o.Color, o.Out)
 	if err != nil {
 		return err
@@ -284,6 +309,13 @@ func (o *ReleaseOptions) Run(ctx context.Context) error {
 	fmt.Fprintln(o.Out, "Finalizers cannot be added back to an object being deleted: this cannot be undone.")
 	if !check.Allowed {
 		return fmt.Errorf("the API server rejects the removal; fix that first (see the dry-run error)")
+	}
+	if o.requireCause != "" && (evidence == nil || evidence.Cause != o.requireCause) {
+		cause := "none"
+		if evidence != nil {
+			cause = evidence.Cause
+		}
+		return fmt.Errorf("%w: explain's finding for %q is now %s, not %s: nothing applied", errNoLongerCertain, o.Finalizer, cause, o.requireCause)
 	}
 
 	if !o.Yes {
