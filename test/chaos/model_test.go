@@ -217,6 +217,17 @@ func (m *modelRun) generate(ctx context.Context, steps int) {
 			m.restartController()
 			nextKill = step + 10 + m.rng.IntN(20)
 		}
+		if leEnd < step && !m.main.Running() {
+			// It exited by itself, as at a start while kube-apiserver was
+			// down (it cannot discover the API): start it again, as the
+			// kubelet would, rather than leave the cluster without one
+			// until the next kill.
+			m.logf("controller exited; started again")
+			m.counts["controller-exit"]++
+			if err := m.main.Start(); err != nil {
+				m.t.Fatalf("starting the controller: %v", err)
+			}
+		}
 		// Few policies guard little: create them more often then.
 		weight := func(a action) float64 {
 			if a.name == "create-policy" && len(m.livePolicies("")) < 3 {
