@@ -101,12 +101,14 @@ func newSlowAdmission(t *testing.T, ns string) *slowAdmission {
 	return s
 }
 
-// TestUnusedGraceCoversSlowAdmission: a pod checked by the in-use webhook
-// before its Secret's deletion, whose storing another validating webhook
-// holds back until after the deletion, is still seen by the unused step:
-// the step confirms no sooner than the grace after the deletion. Without
-// the grace, the Secret went before the pod was stored, although the pod
-// was admitted as a user of a live Secret.
+// TestUnusedGraceCoversSlowAdmission: a pod admitted while its Secret was
+// alive (checked by the in-use webhook before the deletion, or not asked
+// about because the namespace was not yet in the webhook's configuration),
+// whose storing another validating webhook holds back until after the
+// deletion, is still seen by the unused step: the step confirms no sooner
+// than the grace after the deletion and after the namespace's coverage.
+// Without the grace, the Secret went before the pod was stored, although
+// the pod was admitted as a user of a live Secret.
 func TestUnusedGraceCoversSlowAdmission(t *testing.T) {
 	testenv.SkipShort(t)
 	if inUseOff {
