@@ -359,12 +359,15 @@ func TestInUseWebhookAsksOnlyAboutHeldNamespaces(t *testing.T) {
 	create(t, holder)
 	testenv.Eventually(t, 20*time.Second, "the finalizer on the Secret", hasFinalizer(secret, key))
 
+	// took is each round's pod creations, one after another, for the log.
+	took := map[string]time.Duration{}
 	createPods := func(ns, prefix string) float64 {
 		t.Helper()
-		before := inUseCalls(t)
+		before, start := inUseCalls(t), time.Now()
 		for i := range pods {
 			create(t, podUsingSecret(ns, fmt.Sprintf("%s-%d", prefix, i), "other"))
 		}
+		took[prefix] = time.Since(start) / pods
 		return inUseCalls(t) - before
 	}
 	if calls := createPods(held, "before"); calls != 0 {
@@ -386,7 +389,8 @@ func TestInUseWebhookAsksOnlyAboutHeldNamespaces(t *testing.T) {
 	if calls := createPods(held, "during"); calls != pods {
 		t.Errorf("while it holds a Secret, %d pods of the namespace cost %v webhook calls, want one each", pods, calls)
 	}
-	t.Logf("%d pods each: %s before the deletion and %s during it, 0 calls; %s during it, %d calls", pods, held, elsewhere, held, pods)
+	t.Logf("%d pods each: %s before the deletion (%s a create) and %s during it (%s), 0 calls; %s during it, %d calls (%s a create)",
+		pods, held, took["before"], elsewhere, took["elsewhere"], held, pods, took["during"])
 
 	t.Run("the condition takes the most namespaces it names", func(t *testing.T) {
 		names := make([]string, admit.MaxCoveredNamespaces)
