@@ -83,6 +83,11 @@ type Coverage struct {
 	// was seen stored, zero while not yet.
 	since   map[string]time.Time
 	waiters map[string][]queuekey.Request
+	// asked is when each namespace was last asked for, in Cover's calls
+	// (calls counts them): a namespace asked for while pruning checked it
+	// stays, whatever the check found.
+	asked map[string]uint64
+	calls uint64
 	err     error
 	// everything: the configuration read at start asked about every pod
 	// (more namespaces than MaxCoveredNamespaces), whose names are not
@@ -97,7 +102,7 @@ func NewCoverage(config client.Client, cache client.Reader, index *policy.Index,
 	return &Coverage{
 		Config: config, Cache: cache, Index: index, Name: name, Wake: wake,
 		PruneEvery: 30 * time.Second, PruneAfterStart: time.Minute,
-		kick: make(chan struct{}, 1), since: map[string]time.Time{}, waiters: map[string][]queuekey.Request{},
+		kick: make(chan struct{}, 1), since: map[string]time.Time{}, waiters: map[string][]queuekey.Request{}, asked: map[string]uint64{},
 	}
 }
 
@@ -115,6 +120,8 @@ func (c *Coverage) now() time.Time {
 func (c *Coverage) Cover(ns string, w queuekey.Request) (time.Time, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.calls++
+	c.asked[ns] = c.calls
 	if since := c.since[ns]; !since.IsZero() {
 		return since, nil
 	}
@@ -189,6 +196,7 @@ func (c *Coverage) sync(ctx context.Context, pruning bool) error {
 		c.everything = false
 	}
 	candidates := c.namespaces()
+	checked := c.calls
 	c.mu.Unlock()
 
 	if prune {
@@ -200,8 +208,12 @@ func (c *Coverage) sync(ctx context.Context, pruning bool) error {
 		}
 		c.mu.Lock()
 		for _, ns := range gone {
-			if len(c.waiters[ns]) == 0 {
+			// A step that asked since the check began may hold an object
+			// the check did not see yet: the namespace stays. One that
+			// asked before it holds an object the cache already showed.
+			if len(c.waiters[ns]) == 0 && c.asked[ns] <= checked {
 				delete(c.since, ns)
+				delete(c.asked, ns)
 			}
 		}
 		c.mu.Unlock()

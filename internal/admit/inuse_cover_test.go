@@ -238,3 +238,44 @@ func TestCoverageGone(t *testing.T) {
 		t.Errorf("without the configuration: covered since %v, error %v; want not covered, with the error", since, err)
 	}
 }
+
+// askingCache is a cache of guarded objects that shows none, and during
+// the list a step asks for the namespace: what happens when an object is
+// deleted while pruning checks its namespace and its step runs before the
+// cache shows the deletion to the check.
+type askingCache struct {
+	client.Reader
+	ask func()
+}
+
+func (a askingCache) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	a.ask()
+	return a.Reader.List(ctx, list, opts...)
+}
+
+// TestCoveragePruneKeepsWhatIsAskedForMeanwhile: a namespace asked for while
+// pruning checked it is kept, although the check found nothing held.
+func TestCoveragePruneKeepsWhatIsAskedForMeanwhile(t *testing.T) {
+	f := newCoverageFixture(t)
+	if _, err := f.Cover("shop", secretReq("shop", "creds")); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.sync(t.Context(), false); err != nil {
+		t.Fatal(err)
+	}
+	f.Cache = askingCache{Reader: f.client, ask: func() { _, _ = f.Cover("shop", secretReq("shop", "creds")) }}
+	f.now = f.now.Add(f.PruneAfterStart)
+	if err := f.sync(t.Context(), true); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := f.condition(t), `request.namespace in ["shop"]`; got != want {
+		t.Errorf("after pruning while a step asked for shop, the condition is %q, want %q", got, want)
+	}
+	f.Cache = f.client
+	if err := f.sync(t.Context(), true); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.condition(t); got != "false" {
+		t.Errorf("pruned when nothing asked meanwhile: the condition is %q, want false", got)
+	}
+}
