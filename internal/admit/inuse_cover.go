@@ -88,7 +88,7 @@ type Coverage struct {
 	// stays, whatever the check found.
 	asked map[string]uint64
 	calls uint64
-	err     error
+	err   error
 	// everything: the configuration read at start asked about every pod
 	// (more namespaces than MaxCoveredNamespaces), whose names are not
 	// known; it keeps asking so until PruneAfterStart.
