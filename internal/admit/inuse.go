@@ -74,7 +74,8 @@ type InUse struct {
 	FailClosed bool
 }
 
-// heldKinds are the kinds a pod names by reference, which the webhook checks.
+// heldKinds are the kinds a pod names by reference, which the webhook checks
+// (inuse.NamedByPods).
 var heldKinds = []schema.GroupKind{{Kind: "Secret"}, {Kind: "ConfigMap"}, {Kind: "ServiceAccount"}}
 
 // reference is one object of the pod's namespace the pod uses.
@@ -237,7 +238,7 @@ func unusedHolds(ctx context.Context, c client.Reader, ns string) (holds, error)
 		h.keys[key] = true
 		for _, t := range spec.Targets {
 			gv, err := schema.ParseGroupVersion(t.APIVersion)
-			if gk := gv.WithKind(t.Kind).GroupKind(); err == nil && slices.Contains(heldKinds, gk) {
+			if gk := gv.WithKind(t.Kind).GroupKind(); err == nil && inuse.NamedByPods(gk) {
 				h.kinds[gk] = true
 			}
 		}

@@ -9,14 +9,17 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -25,6 +28,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
+	certutil "k8s.io/client-go/util/cert"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
@@ -108,6 +112,14 @@ func (c *cluster) startController(name string, valuesArgs ...string) *procctl.Co
 		}
 		args = append(args, a)
 	}
+	if slices.Contains(args, "--inuse-webhook") {
+		// The in-use webhook (on by default) is served on a loopback port
+		// with a certificate of its own: no pod runs here, so the API
+		// server's calls to the chart's Service fail and, failurePolicy
+		// Ignore, admit. What matters is that the controller keeps the
+		// configuration with the chart's RBAC (installUninstallWithHook).
+		args = append(args, "--webhook-port="+strconv.Itoa(freePort(c.t)), "--webhook-cert-dir="+servingCert(c.t, c.dir, name))
+	}
 	_, cfg := c.kubeconfigAs("system:serviceaccount:" + releaseNS + ":" + sa)
 	ctl, err := procctl.New(procctl.Options{Name: name, Dir: c.dir, Config: cfg, LeaderElectionNamespace: releaseNS, Args: args})
 	if err != nil {
@@ -121,6 +133,37 @@ func (c *cluster) startController(name string, valuesArgs ...string) *procctl.Co
 		c.t.Fatalf("%v\n%s", err, ctl.LogTail(30))
 	}
 	return ctl
+}
+
+// freePort is a loopback port nothing listens on now.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// servingCert writes a self-signed tls.crt and tls.key for 127.0.0.1 into a
+// folder of dir named after the controller, and returns it.
+func servingCert(t *testing.T, dir, name string) string {
+	t.Helper()
+	crt, key, err := certutil.GenerateSelfSignedCertKey("127.0.0.1", []net.IP{net.ParseIP("127.0.0.1")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certDir := filepath.Join(dir, name+"-webhook-certs")
+	if err := os.MkdirAll(certDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for file, data := range map[string][]byte{"tls.crt": crt, "tls.key": key} {
+		if err := os.WriteFile(filepath.Join(certDir, file), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return certDir
 }
 
 // guard makes a namespace whose ConfigMaps labelled app=shop a TeardownPolicy
@@ -263,6 +306,20 @@ func (c *cluster) installUninstallWithHook() {
 	c.grantConfigMaps()
 	ctl := c.startController("hook")
 	ns, key, kept := c.guard(ctl, "default")
+	// The in-use webhook is on by default, and the controller, with the
+	// chart's RBAC, narrows it: nothing is held, so no pod is asked about.
+	eventually(t, 30*time.Second, "the controller to narrow the in-use webhook", func(ctx context.Context) (bool, error) {
+		vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+		if err := c.admin.Get(ctx, client.ObjectKey{Name: "teardown-refuse-new-uses"}, vwc); err != nil {
+			return false, err
+		}
+		for _, m := range vwc.Webhooks[0].MatchConditions {
+			if m.Name == "held-namespaces" {
+				return m.Expression == "false", nil
+			}
+		}
+		return false, nil
+	})
 
 	// helm uninstall waits for the pre-delete hook's Job; no kubelet runs
 	// here, so the test runs the Job's command as the Job's ServiceAccount

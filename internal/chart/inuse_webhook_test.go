@@ -14,11 +14,12 @@ import (
 	"github.com/teardown-dev/teardown/internal/testenv"
 )
 
-// TestInUseWebhookTemplate: inUseWebhook.enabled renders config/webhook/inuse's
-// ValidatingWebhookConfiguration with the chart's CA, the controller's
-// --inuse-webhook flags, the webhook port and certificate, and not the attach
-// webhook; inUseWebhook.failurePolicy sets the configuration and the flag
-// together.
+// TestInUseWebhookTemplate: by default (inUseWebhook.enabled) the chart
+// renders config/webhook/inuse's ValidatingWebhookConfiguration with the
+// chart's CA and no matchConditions (the controller keeps them), the
+// controller's --inuse-webhook flags, the webhook port and certificate, and
+// not the attach webhook; inUseWebhook.failurePolicy sets the configuration
+// and the flag together; inUseWebhook.enabled=false renders none of it.
 func TestInUseWebhookTemplate(t *testing.T) {
 	testenv.SkipShort(t)
 	want := find(readConfig(t, "config/webhook/inuse/validatingwebhookconfiguration.yaml"), "ValidatingWebhookConfiguration", "teardown-refuse-new-uses")
@@ -29,8 +30,8 @@ func TestInUseWebhookTemplate(t *testing.T) {
 		name, failurePolicy string
 		args                []string
 	}{
-		{name: "default", failurePolicy: "Ignore", args: []string{"--set", "inUseWebhook.enabled=true"}},
-		{name: "fail closed", failurePolicy: "Fail", args: []string{"--set", "inUseWebhook.enabled=true", "--set", "inUseWebhook.failurePolicy=Fail"}},
+		{name: "default", failurePolicy: "Ignore"},
+		{name: "fail closed", failurePolicy: "Fail", args: []string{"--set", "inUseWebhook.failurePolicy=Fail"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			objs := render(t, tc.args...)
@@ -47,6 +48,9 @@ func TestInUseWebhookTemplate(t *testing.T) {
 				if !reflect.DeepEqual(get(h, f...), get(wh, f...)) {
 					t.Errorf("%v = %v, config/webhook/inuse has %v", f, get(h, f...), get(wh, f...))
 				}
+			}
+			if got := get(h, "matchConditions"); got != nil {
+				t.Errorf("matchConditions = %v, want none: they are the controller's, which an upgrade must not reset", got)
 			}
 			if got := get(h, "failurePolicy"); got != tc.failurePolicy {
 				t.Errorf("failurePolicy = %v, want %s", got, tc.failurePolicy)
@@ -74,4 +78,17 @@ func TestInUseWebhookTemplate(t *testing.T) {
 			}
 		})
 	}
+	t.Run("opted out", func(t *testing.T) {
+		objs := render(t, "--set", "inUseWebhook.enabled=false")
+		for _, o := range [][2]string{{"ValidatingWebhookConfiguration", "teardown-refuse-new-uses"}, {"Service", "teardown-controller-webhook"},
+			{"Secret", "teardown-controller-webhook-tls"}} {
+			if find(objs, o[0], o[1]) != nil {
+				t.Errorf("%s %s rendered although inUseWebhook.enabled=false", o[0], o[1])
+			}
+		}
+		args := fmt.Sprint(get(find(objs, "Deployment", "teardown-controller"), "spec", "template", "spec", "containers", 0, "args"))
+		if strings.Contains(args, "--inuse-webhook") || strings.Contains(args, "--webhook-port") {
+			t.Errorf("args %s serve the in-use webhook although inUseWebhook.enabled=false", args)
+		}
+	})
 }

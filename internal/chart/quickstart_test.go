@@ -20,7 +20,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/teardown-dev/teardown/internal/testenv"
@@ -144,6 +146,7 @@ func TestQuickStart(t *testing.T) {
 			// chart's ServiceAccount, with the rendered Deployment's flags.
 			ctl = c.startController("quickstart")
 			c.reportRolledOut("teardown-controller")
+			c.reportEndpoint("teardown-controller-webhook")
 		},
 	}, {
 		cmd:   regexp.MustCompile(`^kubectl rollout status deployment/teardown-controller -n teardown-system\b`),
@@ -308,6 +311,26 @@ func tableRow(out, name string, want map[string]string) error {
 		return nil
 	}
 	return fmt.Errorf("no row %s", name)
+}
+
+// reportEndpoint stands in for the EndpointSlice controller: Service name
+// (the admission webhooks', on by default) has a ready endpoint, as the
+// controller's ready pods give it. The address (TEST-NET-1, RFC 5737: the
+// API server refuses loopback) is never dialled: the API server calls a
+// webhook through the Service's cluster IP, and no pod here is in a
+// namespace the in-use webhook asks about.
+func (c *cluster) reportEndpoint(name string) {
+	t := c.t
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Name: name + "-standin", Namespace: releaseNS, Labels: map[string]string{discoveryv1.LabelServiceName: name}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"192.0.2.1"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("webhook"), Port: ptr.To[int32](9443)}},
+	}
+	if err := c.admin.Create(t.Context(), slice); err != nil {
+		t.Fatalf("reporting the webhook Service's endpoint: %v", err)
+	}
+	t.Cleanup(func() { _ = c.admin.Delete(context.Background(), slice) })
 }
 
 // reportRolledOut stands in for the Deployment controller and the kubelet:

@@ -9,6 +9,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/internal/admit"
@@ -32,18 +35,21 @@ import (
 // name while it is torn down.
 func inUseRefusal(name string) string { return fmt.Sprintf("Secret %q is being deleted", name) }
 
-// registerInUseWebhook registers the suite's in-use webhook, as
-// config/webhook/inuse does (failurePolicy Ignore), for the pods of
-// namespace ns only, so that other tests' pods never reach it; and waits
-// until the API server calls it: until a dry-run pod that would use a
-// Secret labelled labels, held by key and by a pod that uses it, is
-// refused.
-func registerInUseWebhook(t *testing.T, ns string, labels map[string]string, key string) {
-	t.Helper()
+// inUseOff runs the suite as a cluster that opted out of the in-use webhook
+// (inUseWebhook.enabled=false): TEARDOWN_TEST_INUSE_WEBHOOK=off. The
+// negative control of TestUnusedNewPodRace, which then finds Secrets lost.
+var inUseOff = os.Getenv("TEARDOWN_TEST_INUSE_WEBHOOK") == "off"
+
+// installInUseWebhook creates the in-use webhook's configuration as
+// config/webhook/inuse and the chart ship it (every pod but those of
+// kube-system and teardown-system, failurePolicy Ignore, no matchConditions
+// of the installer's), calling the suite's webhook server: the controller
+// narrows it.
+func installInUseWebhook(ctx context.Context) error {
 	url := webhookHost + admit.InUsePath
 	ignore, none := admissionregistrationv1.Ignore, admissionregistrationv1.SideEffectClassNone
 	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: "inuse-" + ns},
+		ObjectMeta: metav1.ObjectMeta{Name: admit.InUseConfiguration},
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
 			Name: admit.InUseWebhookName, ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: webhookCA},
 			Rules: []admissionregistrationv1.RuleWithOperations{
@@ -52,33 +58,77 @@ func registerInUseWebhook(t *testing.T, ns string, labels map[string]string, key
 				{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
 					Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods/ephemeralcontainers"}}},
 			},
-			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}},
-			FailurePolicy:     &ignore, SideEffects: &none, AdmissionReviewVersions: []string{"v1"}, TimeoutSeconds: ptr.To[int32](5),
+			NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+				Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{metav1.NamespaceSystem, "teardown-system"},
+			}}},
+			FailurePolicy: &ignore, SideEffects: &none, AdmissionReviewVersions: []string{"v1"}, TimeoutSeconds: ptr.To[int32](5),
 		}},
 	}
-	create(t, vwc)
-	t.Cleanup(func() { _ = k8s.Delete(context.Background(), vwc) })
+	if err := k8s.Delete(ctx, vwc.DeepCopy()); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting ValidatingWebhookConfiguration %s: %w", vwc.Name, err)
+	}
+	return k8s.Create(ctx, vwc)
+}
 
-	probe := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: ns, Labels: labels}}
-	create(t, probe)
-	holder := podUsingSecret(ns, "probe-holder", probe.Name)
-	holder.Finalizers = []string{kubeletHold}
-	create(t, holder)
-	testenv.Eventually(t, 20*time.Second, "the finalizer on the probe Secret", hasFinalizer(probe, key))
-	del(t, probe)
-	testenv.Eventually(t, 20*time.Second, "the in-use webhook to refuse a new user of the probe Secret", func(ctx context.Context) (bool, error) {
-		err := k8s.Create(ctx, podUsingSecret(ns, "probe-newcomer", probe.Name), client.DryRunAll)
+// heldNamespaces reads the namespaces the controller keeps in the in-use
+// webhook's configuration.
+func heldNamespaces(ctx context.Context) ([]string, error) {
+	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	if err := k8s.Get(ctx, client.ObjectKey{Name: admit.InUseConfiguration}, vwc); err != nil {
+		return nil, err
+	}
+	for _, w := range vwc.Webhooks {
+		if w.Name == admit.InUseWebhookName {
+			ns, all := admit.HeldNamespaces(w.MatchConditions)
+			if all {
+				return nil, fmt.Errorf("the in-use webhook asks about every pod")
+			}
+			return ns, nil
+		}
+	}
+	return nil, fmt.Errorf("no webhook %s", admit.InUseWebhookName)
+}
+
+// refusesNewUsers waits until the API server calls the in-use webhook for
+// the pods of ns and refuses a dry-run pod that would use Secret name, held
+// and being deleted.
+func refusesNewUsers(t *testing.T, ns, name string) {
+	t.Helper()
+	testenv.Eventually(t, 20*time.Second, "the in-use webhook to refuse a new user of Secret "+name, func(ctx context.Context) (bool, error) {
+		err := k8s.Create(ctx, podUsingSecret(ns, "probe-newcomer", name), client.DryRunAll)
 		if err == nil {
 			return false, nil // not called yet
 		}
-		if strings.Contains(err.Error(), inUseRefusal(probe.Name)) {
+		if strings.Contains(err.Error(), inUseRefusal(name)) {
 			return true, nil
 		}
 		return false, err
 	})
-	del(t, holder)
-	releasePod(t, holder)
-	goneWithin(t, 10*time.Second, "the probe Secret", probe)
+}
+
+// inUseCalls counts the calls the suite's webhook server answered on the
+// in-use webhook's path (controller-runtime's
+// controller_runtime_webhook_requests_total).
+func inUseCalls(t *testing.T) float64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0.0
+	for _, f := range families {
+		if f.GetName() != "controller_runtime_webhook_requests_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "webhook" && l.GetValue() == admit.InUsePath {
+					total += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return total
 }
 
 // podUsingSecret is a pod of ns that mounts Secret secret. No kubelet
@@ -96,12 +146,14 @@ func podUsingSecret(ns, name, secret string) *corev1.Pod {
 // that names the Secret; a pod that uses a live Secret is admitted.
 func TestInUseWebhookRefusesNewUses(t *testing.T) {
 	testenv.SkipShort(t)
+	if inUseOff {
+		t.Skip("the suite runs without the in-use webhook (TEARDOWN_TEST_INUSE_WEBHOOK=off)")
+	}
 	ns := testenv.NewNamespace(t, k8s)
 	app := "inuse-" + ns
 	labels := map[string]string{"app": app}
 	pol := serveUnusedPolicy(t, "inuse-"+ns, teardownv1alpha1.Target{APIVersion: "v1", Kind: "Secret", Selector: selector("app", app)})
 	key := "teardown.dev/" + pol.Name
-	registerInUseWebhook(t, ns, labels, key)
 
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: ns, Labels: labels}}
 	live := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "live-creds", Namespace: ns, Labels: labels}}
@@ -116,6 +168,9 @@ func TestInUseWebhookRefusesNewUses(t *testing.T) {
 	testenv.Eventually(t, 20*time.Second, "the finalizer on the Secret", hasFinalizer(secret, key))
 	testenv.Eventually(t, 20*time.Second, "the finalizer on the live Secret", hasFinalizer(live, key))
 	del(t, secret)
+	// The controller puts the namespace in the webhook's configuration
+	// when the step starts; the API server sees it moments later.
+	refusesNewUsers(t, ns, secret.Name)
 
 	t.Run("a new pod that would use it is refused", func(t *testing.T) {
 		err := k8s.Create(t.Context(), podUsingSecret(ns, "newcomer", secret.Name))
@@ -198,9 +253,14 @@ func watchDeletions(t *testing.T, ns string) *deletions {
 // deletion. Whatever the order, the Secret must never be removed after a
 // pod that uses it was stored, while that pod exists and is not being
 // deleted: the pod is either refused (its check saw the deletion), seen by
-// the step's confirming list (its check came before the deletion, and the
-// list waits out the grace), or stored after the Secret was gone (a pod
-// may always name a Secret that does not exist).
+// the step's confirming list (its check came before the deletion, or the
+// API server did not ask the webhook about it yet because the configuration
+// did not name the namespace yet, and the list waits out the grace after
+// both), or stored after the Secret was gone (a pod may always name a
+// Secret that does not exist). The webhook's configuration is the shipped
+// one, which the controller narrows: the namespace is not in it until the
+// first deletion. Run with TEARDOWN_TEST_INUSE_WEBHOOK=off (the opt-out),
+// it fails: the negative control.
 func TestUnusedNewPodRace(t *testing.T) {
 	testenv.SkipShort(t)
 	const rounds = 30
@@ -209,7 +269,6 @@ func TestUnusedNewPodRace(t *testing.T) {
 	labels := map[string]string{"app": app}
 	pol := serveUnusedPolicy(t, "race-"+ns, teardownv1alpha1.Target{APIVersion: "v1", Kind: "Secret", Selector: selector("app", app)})
 	key := "teardown.dev/" + pol.Name
-	registerInUseWebhook(t, ns, labels, key)
 
 	deletions := watchDeletions(t, ns)
 	var refused, held, after, violations int
@@ -276,4 +335,79 @@ func TestUnusedNewPodRace(t *testing.T) {
 	}
 	t.Logf("%d rounds: %d pods refused, %d admitted and held the Secret, %d admitted after the Secret was gone, %d Secrets went after a pod that uses them was stored",
 		rounds, refused, held, after, violations)
+}
+
+// TestInUseWebhookAsksOnlyAboutHeldNamespaces: with the shipped
+// configuration narrowed by the controller, the API server calls the in-use
+// webhook only for pods of a namespace where an unused step holds an
+// object being deleted: none while nothing is held, none for another
+// namespace's pods while it is, one per pod of the held namespace.
+func TestInUseWebhookAsksOnlyAboutHeldNamespaces(t *testing.T) {
+	testenv.SkipShort(t)
+	if inUseOff {
+		t.Skip("the suite runs without the in-use webhook (TEARDOWN_TEST_INUSE_WEBHOOK=off)")
+	}
+	const pods = 10
+	held, elsewhere := testenv.NewNamespace(t, k8s), testenv.NewNamespace(t, k8s)
+	app := "calls-" + held
+	pol := serveUnusedPolicy(t, "calls-"+held, teardownv1alpha1.Target{APIVersion: "v1", Kind: "Secret", Selector: selector("app", app)})
+	key := "teardown.dev/" + pol.Name
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: held, Labels: map[string]string{"app": app}}}
+	create(t, secret)
+	holder := podUsingSecret(held, "holder", secret.Name)
+	holder.Finalizers = []string{kubeletHold}
+	create(t, holder)
+	testenv.Eventually(t, 20*time.Second, "the finalizer on the Secret", hasFinalizer(secret, key))
+
+	// took is each round's pod creations, one after another, for the log.
+	took := map[string]time.Duration{}
+	createPods := func(ns, prefix string) float64 {
+		t.Helper()
+		before, start := inUseCalls(t), time.Now()
+		for i := range pods {
+			create(t, podUsingSecret(ns, fmt.Sprintf("%s-%d", prefix, i), "other"))
+		}
+		took[prefix] = time.Since(start) / pods
+		return inUseCalls(t) - before
+	}
+	if calls := createPods(held, "before"); calls != 0 {
+		t.Errorf("nothing held yet: %d pods of the guarded namespace cost %v webhook calls, want 0", pods, calls)
+	}
+
+	del(t, secret)
+	refusesNewUsers(t, held, secret.Name)
+	got, err := heldNamespaces(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(got, held) || slices.Contains(got, elsewhere) {
+		t.Errorf("the webhook asks about the pods of %v, want %s's and not %s's", got, held, elsewhere)
+	}
+	if calls := createPods(elsewhere, "elsewhere"); calls != 0 {
+		t.Errorf("while %s holds a Secret, %d pods of another namespace cost %v webhook calls, want 0", held, pods, calls)
+	}
+	if calls := createPods(held, "during"); calls != pods {
+		t.Errorf("while it holds a Secret, %d pods of the namespace cost %v webhook calls, want one each", pods, calls)
+	}
+	t.Logf("%d pods each: %s before the deletion (%s a create) and %s during it (%s), 0 calls; %s during it, %d calls (%s a create)",
+		pods, held, took["before"], elsewhere, took["elsewhere"], held, pods, took["during"])
+
+	t.Run("the condition takes the most namespaces it names", func(t *testing.T) {
+		names := make([]string, admit.MaxCoveredNamespaces)
+		for i := range names {
+			names[i] = fmt.Sprintf("%s-%05d", strings.Repeat("n", 57), i)
+		}
+		vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+		if err := k8s.Get(t.Context(), client.ObjectKey{Name: admit.InUseConfiguration}, vwc); err != nil {
+			t.Fatal(err)
+		}
+		vwc.Webhooks[0].MatchConditions = []admissionregistrationv1.MatchCondition{{Name: admit.HeldNamespacesCondition, Expression: admit.HeldExpression(names, false)}}
+		if err := k8s.Update(t.Context(), vwc, client.DryRunAll); err != nil {
+			t.Errorf("the API server refuses a condition naming %d namespaces: %v", len(names), err)
+		}
+	})
+
+	del(t, holder)
+	releasePod(t, holder)
+	goneWithin(t, 10*time.Second, "the Secret", secret)
 }

@@ -18,6 +18,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
@@ -77,9 +78,15 @@ type Options struct {
 	// MutatingWebhookConfiguration on the kinds Automatic policies target.
 	WebhookConfiguration string
 	// InUseWebhook serves the in-use webhook (internal/admit.InUse) on
-	// the manager's webhook server, and makes unused steps confirm no
-	// sooner than UnusedGrace after their target's deletion.
+	// the manager's webhook server, keeps its configuration
+	// InUseWebhookConfiguration narrowed to the namespaces where unused
+	// steps hold objects (internal/admit.Coverage), and makes unused steps
+	// confirm no sooner than UnusedGrace after their target's deletion and
+	// its namespace's coverage.
 	InUseWebhook bool
+	// InUseWebhookConfiguration names the ValidatingWebhookConfiguration
+	// of the in-use webhook (--inuse-webhook-configuration).
+	InUseWebhookConfiguration string
 	// InUseFailClosed refuses a pod whose check could not be made, as the
 	// configuration's failurePolicy Fail does (--inuse-webhook-failure-policy).
 	InUseFailClosed bool
@@ -115,7 +122,7 @@ func DefaultOptions() Options {
 	return Options{
 		TargetWorkers: 16, AttemptTimeout: 2 * time.Minute, WebhookCallsPerTenant: steps.DefaultWebhookCallsPerTenant, StatusInterval: 15 * time.Second, DefaultServiceAccount: "default",
 		EventDrivenWaits: true, DiagnoseAfter: 5 * time.Minute, DiagnoseInterval: 5 * time.Minute,
-		UnusedGrace: 5 * time.Second,
+		UnusedGrace: 5 * time.Second, InUseWebhookConfiguration: admit.InUseConfiguration,
 	}
 }
 
@@ -138,6 +145,11 @@ func NewScheme() (*runtime.Scheme, error) {
 func CacheOptions() cache.Options {
 	return cache.Options{DefaultTransform: cachetransform.New()}
 }
+
+// Only the in-use webhook's own configuration (config/webhook/inuse; rename
+// both with --inuse-webhook-configuration), whose namespaces the controller
+// keeps.
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,verbs=get;update,resourceNames=teardown-refuse-new-uses
 
 // Setup adds the policy and target controllers to mgr.
 func Setup(mgr ctrl.Manager, opts Options) error {
@@ -163,6 +175,17 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return err
 	}
 	runner.Lease = opts.Lease
+	if opts.InUseWebhook {
+		direct, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), HTTPClient: mgr.GetHTTPClient()})
+		if err != nil {
+			return fmt.Errorf("creating a direct client: %w", err)
+		}
+		coverage := admit.NewCoverage(direct, mgr.GetClient(), index, opts.InUseWebhookConfiguration, targets.Wake)
+		if err := mgr.Add(coverage); err != nil {
+			return fmt.Errorf("adding the in-use webhook's coverage: %w", err)
+		}
+		runner.Coverage = coverage
+	}
 	if opts.EventDrivenWaits {
 		registry := waits.New(waits.Options{Cache: mgr.GetCache(), Client: mgr.GetClient(), Mapper: mgr.GetRESTMapper(), Wake: targets.Wake})
 		if err := mgr.Add(registry); err != nil {

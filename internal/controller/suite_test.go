@@ -74,9 +74,16 @@ func TestMain(m *testing.M) {
 		// Diagnose stuck objects within seconds (diagnose_test.go).
 		opts.Controller.DiagnoseAfter, opts.Controller.DiagnoseInterval = 2*time.Second, 2*time.Second
 		opts.Controller.WebhookConfiguration = attachWebhookConfiguration
-		// The in-use webhook is served; inuse_test.go registers it for its
-		// own namespaces. Admission to storage takes milliseconds here.
-		opts.Controller.InUseWebhook, opts.Controller.UnusedGrace = true, time.Second
+		// The in-use webhook is on, as the chart ships it, with its
+		// configuration as the chart installs it, which the controller
+		// narrows (inuse_test.go). Admission to storage takes milliseconds
+		// here.
+		if !inUseOff {
+			if err := installInUseWebhook(context.Background()); err != nil {
+				panic(err)
+			}
+			opts.Controller.InUseWebhook, opts.Controller.UnusedGrace = true, time.Second
+		}
 		// The cleanup servers listen on 127.0.0.1, which webhook steps call
 		// only where the operator allows it.
 		opts.Controller.WebhookAllowedCIDRs = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}

@@ -53,6 +53,14 @@ func Supported(gk schema.GroupKind) bool {
 		roleBindingKind, clusterRoleBindingKind}, gk)
 }
 
+// NamedByPods reports whether a pod names objects of kind gk itself (a
+// Secret, ConfigMap or ServiceAccount of its namespace), so that admission
+// sees the use when the pod is created: the kinds the in-use webhook
+// checks. A pod uses RBAC objects only through its ServiceAccount.
+func NamedByPods(gk schema.GroupKind) bool {
+	return gk == serviceAccountKind || gk == secretKind || gk == configMapKind
+}
+
 // Check answers who uses the object ns/name of kind gk, among the pods of
 // namespace scope (every pod when scope is empty). While it is in use, w
 // stays registered under every reference the answer depends on, and is

@@ -79,6 +79,10 @@ type Runner struct {
 	// is confirmed unused at the earliest, when the in-use webhook runs
 	// (unused_confirm.go); 0 confirms at once.
 	UnusedGrace time.Duration
+	// Coverage narrows the in-use webhook to the namespaces unused steps
+	// hold objects in; an unused step confirms no sooner than UnusedGrace
+	// after its target's namespace is covered. nil: no webhook.
+	Coverage InUseCoverage
 	// Waiting, when set, keeps what each pending or failing cleanup waits
 	// on, for the controller's diagnosis; nil keeps nothing.
 	Waiting *Waiting

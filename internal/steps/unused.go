@@ -20,6 +20,7 @@ import (
 
 	"github.com/teardown-dev/teardown/internal/inuse"
 	"github.com/teardown-dev/teardown/internal/policy"
+	"github.com/teardown-dev/teardown/internal/queuekey"
 )
 
 // unusedRecheck is how soon an unused step in use is checked again when no
@@ -87,6 +88,18 @@ type UsesIndex interface {
 	Recheck(w inuse.Waiter, d time.Duration)
 }
 
+// InUseCoverage is the in-use webhook's reach (internal/admit.Coverage):
+// Cover asks that the pods of a namespace be checked, and answers since when
+// the configuration doing so is known stored (zero until then, with the
+// error that keeps it from being stored, if any); w is woken once it is.
+type InUseCoverage interface {
+	Cover(ns string, w queuekey.Request) (time.Time, error)
+}
+
+// unusedCoverRecheck is the safety net of a step waiting for the in-use
+// webhook to cover its target's namespace; the coverage wakes it first.
+const unusedCoverRecheck = 5 * time.Second
+
 // unusedLagRecheck is how soon a step is run again when the API server
 // showed a use the index has not seen yet: the index catches up within
 // moments, and then registers the step under that use.
@@ -109,6 +122,9 @@ func (r *Runner) unused(ctx context.Context, pol *policy.Policy, key string, i i
 		scope = pol.Ref.Namespace
 	}
 	w := inuse.Waiter{GVK: t.GVK, Key: client.ObjectKeyFromObject(t.Obj)}
+	// Asked at every run, from the first: the coverage is then long stored
+	// when the last user goes, and costs that release no wait.
+	covered, coverErr := r.coverage(gk, t)
 	use, err := r.Uses.Check(w, gk, t.Obj.GetNamespace(), t.Obj.GetName(), scope)
 	switch {
 	case errors.Is(err, inuse.ErrNotSynced):
@@ -121,8 +137,17 @@ func (r *Runner) unused(ctx context.Context, pol *policy.Policy, key string, i i
 		// The index is an informer's view: a pod created moments before
 		// the target was deleted may not have reached it yet. "Unused" ends
 		// the step, so it is confirmed by the API server first, once every
-		// pod the in-use webhook admitted before the deletion is stored.
-		if wait := r.unusedGraceLeft(t.Obj); wait > 0 {
+		// pod the in-use webhook admitted before the deletion is stored, and
+		// every pod it was not asked about before its configuration covered
+		// the target's namespace.
+		if covered == nil {
+			msg := fmt.Sprintf("waiting for the in-use webhook to check new pods of namespace %s", t.Obj.GetNamespace())
+			if coverErr != nil {
+				msg += ": " + coverErr.Error()
+			}
+			return r.unusedPending(w, r.recheckWithin(pol, key, i, t, unusedCoverRecheck), msg)
+		}
+		if wait := r.unusedGraceLeft(t.Obj, *covered); wait > 0 {
 			return r.unusedPending(w, wait, fmt.Sprintf("waiting %s after the deletion for pods admitted before it to be stored", r.UnusedGrace))
 		}
 		live, err := r.confirmUnused(ctx, gk, t.Obj.GetNamespace(), t.Obj.GetName(), scope)
@@ -154,6 +179,22 @@ func (r *Runner) unused(ctx context.Context, pol *policy.Policy, key string, i i
 		out.waitingOn(corev1.SchemeGroupVersion.WithKind("Pod"), p.Namespace, p.Name)
 	}
 	return out
+}
+
+// coverage asks the in-use webhook to check new pods of the target's
+// namespace, and answers since when it does: nil while it does not yet, the
+// zero time when nothing is to be asked (no webhook, or a kind no pod names
+// itself: RBAC objects).
+func (r *Runner) coverage(gk schema.GroupKind, t Object) (*time.Time, error) {
+	ns := t.Obj.GetNamespace()
+	if r.Coverage == nil || ns == "" || !inuse.NamedByPods(gk) {
+		return &time.Time{}, nil
+	}
+	since, err := r.Coverage.Cover(ns, queuekey.For(t.GVK, client.ObjectKeyFromObject(t.Obj)))
+	if since.IsZero() {
+		return nil, err
+	}
+	return &since, nil
 }
 
 // recheckWithin shortens recheck to a second past step i's timeout

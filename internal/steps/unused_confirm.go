@@ -46,8 +46,12 @@ func (r *Runner) confirmUnused(ctx context.Context, gk schema.GroupKind, ns, nam
 const deletionTimestampPrecision = time.Second
 
 // unusedGraceLeft is how long the confirming list must still wait: it
-// starts no sooner than UnusedGrace after the object was deleted, so that
-// it sees every pod the in-use webhook (internal/admit.InUse) admitted.
+// starts no sooner than UnusedGrace after the object was deleted, and no
+// sooner than UnusedGrace after covered, when this process knew the in-use
+// webhook's configuration asking about the pods of the object's namespace
+// stored (admit.Coverage; the zero time when no coverage applies). So it
+// sees every pod the webhook admitted, and every pod the API server did not
+// ask it about.
 //
 // Why that is enough. The webhook reads the object from the API server
 // when a pod that uses it is created (or gains it through an ephemeral
@@ -65,21 +69,32 @@ const deletionTimestampPrecision = time.Second
 // read saw the deletion, which the webhook does not do. No record of the
 // webhook's "alive" answers is needed: each one came before C.
 //
+// A pod the webhook was not asked about: the API server matched it against
+// a configuration that did not name the namespace yet, at A, before it saw
+// the one stored at covered, within its own watch latency X: A < covered +
+// X. It is stored by A + L, so before covered + UnusedGrace when X + L is
+// below the grace; the list starts after that. The configuration keeps the
+// namespace until the object is gone (admit.Coverage), so every pod matched
+// after covered + X is asked about.
+//
 // D is recorded to the second, so the wait counts from D plus that second.
-// It never exceeds UnusedGrace: the object was deleted before this attempt
-// saw it Terminating, so a full grace from now is always enough (this also
-// bounds the effect of a controller clock behind the API server's; one
-// ahead of it by s shortens the grace by s).
+// It never exceeds UnusedGrace: the object was deleted, and covered seen,
+// before this attempt (this also bounds the effect of a controller clock
+// behind the API server's; one ahead of it by s shortens the grace by s).
 //
 // The step answers pending for the rest of the grace rather than sleeping:
 // a mass deletion must not hold every worker for the grace. There is no
 // wait without the webhook (UnusedGrace 0), where it would close nothing.
-func (r *Runner) unusedGraceLeft(obj metav1.Object) time.Duration {
+func (r *Runner) unusedGraceLeft(obj metav1.Object, covered time.Time) time.Duration {
 	deleted := obj.GetDeletionTimestamp()
 	if r.UnusedGrace <= 0 || deleted == nil {
 		return 0
 	}
-	return max(0, min(r.UnusedGrace, deleted.Add(deletionTimestampPrecision+r.UnusedGrace).Sub(r.now())))
+	from := deleted.Add(deletionTimestampPrecision)
+	if covered.After(from) {
+		from = covered
+	}
+	return max(0, min(r.UnusedGrace, from.Add(r.UnusedGrace).Sub(r.now())))
 }
 
 // readerLists is inuse.Lists through the controller's reader, in pages.

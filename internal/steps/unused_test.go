@@ -6,6 +6,7 @@ SPDX-License-Identifier: Apache-2.0
 package steps
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +23,7 @@ import (
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/internal/inuse"
+	"github.com/teardown-dev/teardown/internal/queuekey"
 	"github.com/teardown-dev/teardown/pkg/finalizer"
 )
 
@@ -81,6 +83,59 @@ func TestUnusedConfirmsWithTheAPIServer(t *testing.T) {
 	}
 	if res := f.run(t, pol); res.State != finalizer.StateDone {
 		t.Fatalf("with no pod left, the step's result is %+v, want done", res)
+	}
+}
+
+// coverage is the in-use webhook's coverage of one namespace, not stored
+// until since is set.
+type coverage struct {
+	since time.Time
+	err   error
+	asked []string
+}
+
+func (c *coverage) Cover(ns string, _ queuekey.Request) (time.Time, error) {
+	c.asked = append(c.asked, ns)
+	return c.since, c.err
+}
+
+// TestUnusedWaitsForTheWebhookCoverage: with the in-use webhook, a target
+// no pod uses is confirmed unused only once the webhook's configuration
+// covers its namespace, and a grace after that (pods the API server did not
+// ask the webhook about are stored by then).
+func TestUnusedWaitsForTheWebhookCoverage(t *testing.T) {
+	pol := newPolicy(t, "uid-1", teardownv1alpha1.Step{Name: "unused", Unused: &teardownv1alpha1.UnusedAction{}})
+	f := newFixture(t, interceptor.Funcs{})
+	// Deleted an hour ago: only the coverage makes the step wait.
+	if err := f.client.Delete(t.Context(), f.target.Obj); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.client.Get(t.Context(), client.ObjectKeyFromObject(f.target.Obj), f.target.Obj); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.now = f.target.Obj.GetDeletionTimestamp().Add(time.Hour)
+	f.runner.Uses = &laggingIndex{}
+	f.runner.UnusedGrace = 5 * time.Second
+	cover := &coverage{err: errors.New("ValidatingWebhookConfiguration teardown-refuse-new-uses has no webhook named inuse.teardown.dev")}
+	f.runner.Coverage = cover
+
+	res := f.run(t, pol)
+	if res.State != finalizer.StatePending || !strings.Contains(res.Reason, "waiting for the in-use webhook to check new pods of namespace ns") ||
+		!strings.Contains(res.Reason, cover.err.Error()) {
+		t.Fatalf("before the coverage, the step's result is %+v, want pending on the webhook's coverage, with its error", res)
+	}
+	if diff := cmp.Diff([]string{"ns"}, cover.asked); diff != "" {
+		t.Errorf("namespaces asked for (-want +got):\n%s", diff)
+	}
+
+	cover.since, cover.err = f.clock.Now(), nil
+	f.clock.advance(4 * time.Second)
+	if res := f.run(t, pol); res.State != finalizer.StatePending || !strings.Contains(res.Reason, "waiting 5s") {
+		t.Fatalf("4s after the coverage, the step's result is %+v, want pending for the rest of the grace", res)
+	}
+	f.clock.advance(time.Second + time.Millisecond)
+	if res := f.run(t, pol); res.State != finalizer.StateDone {
+		t.Fatalf("a grace after the coverage, the step's result is %+v, want done", res)
 	}
 }
 

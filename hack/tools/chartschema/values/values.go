@@ -208,8 +208,11 @@ type CertManager struct {
 	IssuerRef Object `json:"issuerRef"`
 }
 
-// The in-use admission webhook.
+// The in-use admission webhook, on by default; the controller narrows it
+// to the namespaces where unused steps hold objects.
 type InUseWebhook struct {
+	// false opts out: a pod created while an object an unused step holds
+	// is being deleted can lose it.
 	Enabled bool `json:"enabled"`
 	// The configuration's failurePolicy and --inuse-webhook-failure-policy.
 	FailurePolicy  string `json:"failurePolicy" jsonschema:"enum=Ignore,enum=Fail"`
