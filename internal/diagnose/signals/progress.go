@@ -143,8 +143,12 @@ func Progress(in ProgressInput) Assessment {
 			a.Against = append(a.Against, Evidence{Kind: EvidenceRecurring, At: last,
 				What: fmt.Sprintf("Warning %s said %d times since %s, last %s ago, unchanged", text, count, first.UTC().Format(time.RFC3339), Age(in.Now.Sub(last)))})
 		case recent(first):
+			// New words since the deletion began; a Normal Event said
+			// again and again since before it (still cleaning up...) is
+			// not new, however recent its last time.
 			a.For = append(a.For, Evidence{Kind: EvidenceChange, At: first,
-				What: fmt.Sprintf("%s %s first said %s ago", e.Type, text, Age(in.Now.Sub(first)))})
+				What: fmt.Sprintf("%s Event %s%s, first said %s ago: %s", e.Type, cleantext.Clean(e.Reason, 63), reporterOf(e), Age(in.Now.Sub(first)),
+					cleantext.Clean(e.Message, maxText))})
 		}
 	}
 	a.For = append(a.For, in.Extra...)
@@ -169,8 +173,23 @@ func eventTimes(e corev1.Event) (first, last time.Time, count int) {
 	if last.IsZero() {
 		last = first
 	}
+	if first.IsZero() {
+		// Only its last time recorded: it was first said then.
+		first = last
+	}
 	if count == 0 {
 		count = 1
 	}
 	return first, last, count
+}
+
+// reporterOf is " from <component>" when the Event says who reported it.
+func reporterOf(e corev1.Event) string {
+	switch {
+	case e.Source.Component != "":
+		return " from " + cleantext.Clean(e.Source.Component, 63)
+	case e.ReportingController != "":
+		return " from " + cleantext.Clean(e.ReportingController, 63)
+	}
+	return ""
 }

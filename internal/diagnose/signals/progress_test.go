@@ -44,7 +44,7 @@ func TestProgress(t *testing.T) {
 			progressing: true,
 			for_: []string{
 				"BoundedWait: Pod shop/db-0 is inside its grace period until 2026-11-28T12:07:00Z (7m from now)",
-				"Change: Warning DrainRequeued: Drain not completed yet, requeuing in 20s first said 2m ago",
+				"Change: Warning Event DrainRequeued, first said 2m ago: Drain not completed yet, requeuing in 20s",
 			},
 		},
 		"progressing: a pod with a long grace period draining its sessions": {
