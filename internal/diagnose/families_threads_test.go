@@ -46,6 +46,8 @@ type threadScenario struct {
 	// owner is the state of the finalizer's owner, when the scenario is
 	// about who the owner is (family 4).
 	owner string
+	// says is what the first root blocker's message must say, if any.
+	says string
 }
 
 // runningOperator runs "/operator", the client named "operator" that wrote
@@ -264,17 +266,18 @@ func threadScenarios() map[string]threadScenario {
 			},
 			verdict: VerdictBlocked, cause: CauseHelperFailed, names: "Job harris/nb20240229f300-4-cleanup",
 		},
-		"5: a TiDB Backup whose clean Job a terminating namespace refuses": {family: 5, operator: true,
-			thread: "https://github.com/pingcap/tidb-operator/issues/2888",
-			target: `{apiVersion: pingcap.com/v1alpha1, kind: Backup, metadata: {name: demo-backup-s3, namespace: tidb-cluster, uid: tb-1, deletionTimestamp: "` + ago(2*time.Hour) + `", finalizers: [tidb.pingcap.com/backup-protection]}, spec: {cleanPolicy: Delete, s3: {provider: aws, secretName: s3-secret, bucket: backups}},
-  status: {conditions: [{type: Ready, status: "False", reason: CleanBackupDataFailed, message: "create clean job demo-backup-s3-clean failed: jobs.batch \"demo-backup-s3-clean\" is forbidden: unable to create new content in namespace tidb-cluster because it is being terminated", lastTransitionTime: "` + ago(2*time.Hour) + `"}]}}`,
-			resource: "backups",
+		"5: a claim held by its importer pod, crash-looping on a URL that answers 404": {family: 5,
+			thread: "https://github.com/kubevirt/containerized-data-importer/issues/649",
+			target: `{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: disk-1, namespace: vm, uid: cpvc-1, deletionTimestamp: "` + ago(time.Hour) + `", finalizers: [kubernetes.io/pvc-protection], annotations: {cdi.kubevirt.io/storage.import.endpoint: "http://images.example/disk.img"}},
+  spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 5Gi}}, volumeName: pv-disk-1}, status: {phase: Bound}}`,
+			resource: "persistentvolumeclaims",
 			cluster: []string{
-				`{apiVersion: v1, kind: Namespace, metadata: {name: tidb-cluster, deletionTimestamp: "` + ago(2*time.Hour) + `", finalizers: [kubernetes]}, spec: {finalizers: [kubernetes]}, status: {phase: Terminating}}`,
+				readyNode("n1"),
+				`{apiVersion: v1, kind: Pod, metadata: {name: importer-disk-1, namespace: vm, uid: ip-1}, spec: {nodeName: n1, restartPolicy: OnFailure, containers: [{name: importer, image: quay.io/kubevirt/cdi-importer:v1.5.0}], volumes: [{name: cdi-data-vol, persistentVolumeClaim: {claimName: disk-1}}]},
+  status: {phase: Running, containerStatuses: [{name: importer, restartCount: 27, state: {waiting: {reason: CrashLoopBackOff, message: "back-off 5m0s restarting failed container"}}, lastState: {terminated: {exitCode: 1, reason: Error, message: "Unable to connect to http data source: expected status code 200, got 404. Status: 404 Not Found"}}}]}}`,
 			},
-			verdict: VerdictBlocked, cause: "CleanupJobRefused", names: "Namespace tidb-cluster",
+			verdict: VerdictBlocked, cause: CausePVCInUse, names: "Pod vm/importer-disk-1", says: "it keeps failing (Pod vm/importer-disk-1: CrashLoopBackOff",
 		},
-
 		// Family 6: what the owner needs is gone.
 		"6: a HelmRelease whose impersonated ServiceAccount went with its namespace": {family: 6, operator: true,
 			thread:   "https://github.com/fluxcd/helm-controller/issues/270",
@@ -433,6 +436,9 @@ func judgeThread(tc threadScenario, rep *Report) string {
 		if !strings.HasPrefix(got, tc.cause) || !strings.HasSuffix(got, tc.names) {
 			wrong = append(wrong, fmt.Sprintf("first root blocker %q, want %q", got, want))
 		}
+	}
+	if tc.says != "" && (len(rep.RootBlockers) == 0 || !strings.Contains(rep.RootBlockers[0].Message, tc.says)) {
+		wrong = append(wrong, fmt.Sprintf("the first root blocker does not say %q", tc.says))
 	}
 	if tc.owner != "" {
 		state := "none"
