@@ -16,6 +16,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -45,14 +46,22 @@ func main() {
 	runs := flag.Int("runs", 3, "timed runs of each side (the median is reported)")
 	plugin := flag.String("plugin", "bin/kubectl-teardown", "kubectl-teardown binary")
 	minRatio := flag.Float64("min-ratio", 5, "fail when the speed-up is below this")
+	explains := flag.Int("explain", 0, "also time kubectl teardown explain on this many Terminating objects, one process each (0: not)")
+	baseline := flag.String("baseline-plugin", "", "another kubectl-teardown binary whose explain is timed on the same objects, alternating with -plugin")
 	flag.Parse()
-	if err := run(*crds, *objects, *namespaces, *terminating, *runs, *plugin, *minRatio); err != nil {
+	if err := run(*crds, *objects, *namespaces, *terminating, *runs, *plugin, *minRatio, explainOptions{n: *explains, baseline: *baseline}); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-cli:", err)
 		os.Exit(1)
 	}
 }
 
-func run(nCRDs, nObjects, nNamespaces int, terminating float64, runs int, plugin string, minRatio float64) error {
+// explainOptions say whether, and against what, explain is timed.
+type explainOptions struct {
+	n        int
+	baseline string
+}
+
+func run(nCRDs, nObjects, nNamespaces int, terminating float64, runs int, plugin string, minRatio float64, ex explainOptions) error {
 	assets, err := testenv.AssetsDir()
 	if err != nil {
 		return err
@@ -74,6 +83,9 @@ func run(nCRDs, nObjects, nNamespaces int, terminating float64, runs int, plugin
 	dyn := dynamic.NewForConfigOrDie(cfg)
 	ctx := context.Background()
 
+	if err := runningOwner(ctx, dyn); err != nil {
+		return err
+	}
 	start := time.Now()
 	kinds, err := installCRDs(ctx, dyn, nCRDs)
 	if err != nil {
@@ -120,10 +132,126 @@ func run(nCRDs, nObjects, nNamespaces int, terminating float64, runs int, plugin
 	fmt.Printf("kubectl api-resources + kubectl get loop: %s (median of %d)\n", k.Round(time.Millisecond), runs)
 	fmt.Printf("kubectl teardown status:                  %s (median of %d)\n", p.Round(time.Millisecond), runs)
 	fmt.Printf("speed-up: %.1fx (required: %.1fx)\n", ratio, minRatio)
+	if ex.n > 0 {
+		if err := timeExplain(plugin, kubectl, cmdEnv, kinds, nObjects, nNamespaces, terminating, ex); err != nil {
+			return err
+		}
+	}
 	if ratio < minRatio {
 		return fmt.Errorf("speed-up %.1fx is below %.1fx", ratio, minRatio)
 	}
 	return nil
+}
+
+// ownerName is the client that writes the held objects' finalizer, and
+// the Deployment that runs it: explain finds it alive, so every pass of
+// a live owner's cleanup runs (issue 26's families).
+const ownerName = "bench-operator"
+
+// runningOwner creates ops/bench-operator, a Deployment whose status says
+// its replica is ready (no kubelet runs here).
+func runningOwner(ctx context.Context, dyn dynamic.Interface) error {
+	nsGVR := schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "ops"}}}
+	if _, err := dyn.Resource(nsGVR).Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	gvr := schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	labels := map[string]any{"app": ownerName}
+	d := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]any{"name": ownerName, "namespace": "ops", "labels": labels},
+		"spec": map[string]any{"replicas": int64(1), "selector": map[string]any{"matchLabels": labels},
+			"template": map[string]any{"metadata": map[string]any{"labels": labels}, "spec": map[string]any{
+				"containers": []any{map[string]any{"name": "manager", "image": "example.io/bench-operator:v1", "command": []any{"/" + ownerName}}}}}}}}
+	created, err := dyn.Resource(gvr).Namespace("ops").Create(ctx, d, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("creating the owner: %w", err)
+	}
+	created.Object["status"] = map[string]any{"observedGeneration": created.GetGeneration(), "replicas": int64(1), "readyReplicas": int64(1), "availableReplicas": int64(1), "updatedReplicas": int64(1)}
+	if _, err := dyn.Resource(gvr).Namespace("ops").UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("the owner's status: %w", err)
+	}
+	// It may remove its finalizer: explain asks what its cleanup waits on.
+	crb := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+		"metadata": map[string]any{"name": ownerName},
+		"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+		"subjects": []any{map[string]any{"kind": "ServiceAccount", "name": "default", "namespace": "ops"}}}}
+	if _, err := dyn.Resource(schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterrolebindings"}).Create(ctx, crb, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("the owner's rights: %w", err)
+	}
+	return nil
+}
+
+// timeExplain runs explain on ex.n Terminating objects, one process each as
+// a person runs it, alternating with the baseline binary when there is one
+// (same objects, same load), and a plain kubectl get of each (the cost of
+// one process and one read); it prints each side's median per target.
+func timeExplain(plugin, kubectl string, env []string, kinds []schema.GroupVersionResource, nObjects, nNamespaces int, terminating float64, ex explainOptions) error {
+	every := int(1 / terminating)
+	type target struct{ resource, ns string }
+	var targets []target
+	for i := 0; i < nObjects && len(targets) < ex.n; i += every {
+		gvr := kinds[i%len(kinds)]
+		targets = append(targets, target{fmt.Sprintf("%s.%s/obj-%d", gvr.Resource, gvr.Group, i), fmt.Sprintf("bench-%d", i%nNamespaces)})
+	}
+	said := map[string]bool{}
+	one := func(bin string, args ...string) (time.Duration, error) {
+		start := time.Now()
+		cmd := exec.Command(bin, args...)
+		cmd.Env = env
+		out, err := cmd.Output()
+		d := time.Since(start)
+		var exit *exec.ExitError
+		if err != nil && !(errors.As(err, &exit) && exit.ExitCode() == 3) {
+			return 0, fmt.Errorf("%s %s: %w", filepath.Base(bin), strings.Join(args, " "), err)
+		}
+		var rep struct {
+			Verdict string   `json:"verdict"`
+			Checked []string `json:"checked"`
+		}
+		if args[0] == "explain" {
+			if err := json.Unmarshal(out, &rep); err != nil {
+				return 0, fmt.Errorf("%s %s: %w", filepath.Base(bin), strings.Join(args, " "), err)
+			}
+			if !said[bin] {
+				said[bin] = true
+				fmt.Fprintf(os.Stderr, "%s %s: %s, checked %q\n", filepath.Base(bin), strings.Join(args, " "), rep.Verdict, rep.Checked)
+			}
+		}
+		return d, nil
+	}
+	var after, before, get []time.Duration
+	for _, t := range targets {
+		d, err := one(plugin, "explain", t.resource, "-n", t.ns, "-o", "json")
+		if err != nil {
+			return err
+		}
+		after = append(after, d)
+		if ex.baseline != "" {
+			d, err := one(ex.baseline, "explain", t.resource, "-n", t.ns, "-o", "json")
+			if err != nil {
+				return err
+			}
+			before = append(before, d)
+		}
+		d, err = one(kubectl, "get", t.resource, "-n", t.ns, "-o", "json")
+		if err != nil {
+			return err
+		}
+		get = append(get, d)
+	}
+	fmt.Printf("kubectl teardown explain:                 %s median per target (%d targets, owner running; p90 %s)\n", median(after).Round(time.Millisecond), len(after), p90(after).Round(time.Millisecond))
+	if len(before) > 0 {
+		fmt.Printf("baseline explain (%s):    %s median per target (same targets, alternating; p90 %s)\n", ex.baseline, median(before).Round(time.Millisecond), p90(before).Round(time.Millisecond))
+	}
+	fmt.Printf("kubectl get of the same object:           %s median per target\n", median(get).Round(time.Millisecond))
+	return nil
+}
+
+func p90(ds []time.Duration) time.Duration {
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[len(s)*9/10]
 }
 
 // No namespace is deleted by the benchmark.
@@ -206,7 +334,11 @@ func createObjects(ctx context.Context, dyn dynamic.Interface, kinds []schema.Gr
 				}
 				obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": gvr.GroupVersion().String(), "kind": "", "metadata": meta, "spec": map[string]any{"index": int64(i)}}}
 				obj.SetKind(kindOf(gvr))
-				_, err := dyn.Resource(gvr).Namespace(ns).Create(ctx, obj, metav1.CreateOptions{})
+				opts := metav1.CreateOptions{}
+				if hold {
+					opts.FieldManager = ownerName // the finalizer's writer, as explain reads it
+				}
+				_, err := dyn.Resource(gvr).Namespace(ns).Create(ctx, obj, opts)
 				if err == nil && hold {
 					err = dyn.Resource(gvr).Namespace(ns).Delete(ctx, name, metav1.DeleteOptions{})
 					held.Add(1)

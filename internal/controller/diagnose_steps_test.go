@@ -7,17 +7,21 @@ package controller_test
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/internal/controller/diagnosis"
 	"github.com/teardown-dev/teardown/internal/diagnose"
+	"github.com/teardown-dev/teardown/internal/plugin"
+	"github.com/teardown-dev/teardown/internal/plugin/plugintest"
 	"github.com/teardown-dev/teardown/internal/testenv"
 )
 
@@ -213,6 +217,26 @@ func TestPoliciesWaitingOnEachOtherAreSaid(t *testing.T) {
 		if err := k8s.Get(t.Context(), client.ObjectKeyFromObject(obj), obj); err != nil {
 			t.Fatalf("%s went while the cleanups waited on each other: %v", obj.GetName(), err)
 		}
+	}
+	// kubectl teardown explain, as a user who may read everything, says the
+	// cycle the controller found (not STALLED).
+	kubeconfig := plugintest.ReadOnlyKubeconfig(t, cfg, kubernetes.NewForConfigOrDie(cfg), "explains-cycles")
+	r := plugintest.Run(plugin.Execute, kubeconfig, "explain", "configmap/a", "-n", ns, "-o", "json")
+	var rep diagnose.Report
+	if err := json.Unmarshal([]byte(r.Out), &rep); err != nil {
+		t.Fatalf("explain -o json: exit %d, %v\n%s%s", r.Code, err, r.Out, r.Err)
+	}
+	if rep.Verdict != diagnose.VerdictBlocked || len(rep.RootBlockers) == 0 || rep.RootBlockers[0].Cause != diagnose.CauseWaitCycle {
+		t.Fatalf("explain says %s, roots %+v; want Blocked by %s\n%s", rep.Verdict, rep.RootBlockers, diagnose.CauseWaitCycle, r.Out)
+	}
+	root := rep.RootBlockers[0]
+	for _, m := range []string{"TeardownPolicy " + ns + "/deletes-b says its step delete-b waits in a cycle", "step a-gone of TeardownPolicy " + ns + "/waits-for-a"} {
+		if !strings.Contains(root.Message, m) {
+			t.Errorf("explain's root %q does not say %q", root.Message, m)
+		}
+	}
+	if root.Object == nil || root.Object.String() != "ConfigMap "+ns+"/b" {
+		t.Errorf("explain's root names %v, want ConfigMap %s/b", root.Object, ns)
 	}
 	// Breaking the cycle lets both go.
 	editPolicy(t, waitsForA, func(s *teardownv1alpha1.TeardownPolicySpec) {

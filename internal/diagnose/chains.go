@@ -11,6 +11,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/teardown-dev/teardown/internal/diagnose/signals"
 )
 
 // Chains followed to the end (issue 11, family 4): a PersistentVolume held
@@ -82,6 +84,12 @@ func (e *Explainer) claimUser(ctx context.Context, p *corev1.Pod, depth int) Fin
 		f.Message += " and is not being deleted"
 		f.FixOwner = "the owner of the pod (its controller, or whoever created it)"
 		f.Remedy = fmt.Sprintf("delete or finish the pod (kubectl delete pod %s -n %s), or scale down its controller; Completed and Failed pods count too", p.Name, p.Namespace)
+		if h, ok := signals.PodFailure(p); ok && p.Status.Phase != corev1.PodFailed {
+			// A helper that fails and retries (an importer in a crash
+			// loop) holds the claim for ever: its failure is why.
+			f.Message += fmt.Sprintf("; it keeps failing (%s), so it never finishes on its own", h)
+			f.Remedy = fmt.Sprintf("fix what its failure says, or delete it (kubectl delete pod %s -n %s) if its work is no longer wanted; Completed and Failed pods count too", p.Name, p.Namespace)
+		}
 		return f
 	}
 	f.Message += fmt.Sprintf(" and is being deleted (for %s) but is still there", Age(e.now.Sub(p.DeletionTimestamp.Time)))

@@ -84,9 +84,10 @@ func (e *Explainer) objectWithSpec(ctx context.Context, gvr schema.GroupVersionR
 // csiController finds the controller workload of a CSI driver: named by
 // convention (ebs-csi-controller for ebs.csi.aws.com,
 // csi-hostpath-controller, <driver-with-dashes>-controller), or running a
-// CSI sidecar and named or labelled after the driver's first label. It
-// does not fall back to any workload with a sidecar: that could be another
-// driver's.
+// CSI sidecar and named or labelled after the driver's first label, or the
+// only workload in the cluster that runs the sidecar (by what runs, when
+// its name says nothing of the driver's). With several such workloads it
+// picks none: each could be another driver's.
 func (e *Explainer) csiController(ctx context.Context, driver string, sidecars []string) (workload, bool) {
 	first := firstLabel(driver)
 	dashed := strings.ReplaceAll(driver, ".", "-")
@@ -100,6 +101,7 @@ func (e *Explainer) csiController(ctx context.Context, driver string, sidecars [
 			}
 		}
 	}
+	var running []workload
 	for _, w := range workloads {
 		if !containsAny(w.Containers, sidecars) {
 			continue
@@ -108,6 +110,13 @@ func (e *Explainer) csiController(ctx context.Context, driver string, sidecars [
 			strings.Contains(w.Labels["app"], first) || strings.Contains(w.Labels["app.kubernetes.io/instance"], first) {
 			return w, true
 		}
+		running = append(running, w)
+	}
+	if len(running) == 1 {
+		// Named after nothing of the driver's, but the only workload that
+		// runs the sidecar: what runs is the remover (a driver's controller
+		// named after its product, gce-pd for com.google.csi.gcepd).
+		return running[0], true
 	}
 	return workload{}, false
 }

@@ -145,7 +145,8 @@ func (e *Explainer) report(ctx context.Context, t Target, obj metav1.Object) *Re
 		rep.Findings = e.objectFindings(ctx, t.GVR, t.GVK, obj, 0)
 		rep.Findings = append(rep.Findings, e.ownerRefFindings(ctx, t, obj)...)
 	}
-	rep.Findings = append(rep.Findings, e.refusedFindings(ctx, t)...) // refused.go
+	rep.Findings = append(rep.Findings, e.refusedFindings(ctx, t)...)             // refused.go
+	rep.Findings = append(rep.Findings, e.cycleFindings(ctx, t, rep.Findings)...) // waitcycle.go
 	builtInOwners(rep.Findings)
 	if deletionPending(rep) && e.usesControllerManager(rep.Findings) {
 		kcm := e.kcmLiveness(ctx)

@@ -70,7 +70,7 @@ func (e *Explainer) familyWaits(ctx context.Context, fd *Finding, s subject) []F
 	out = append(out, e.pausedFinding(u, ref, fd)...)
 	out = append(out, e.placeFindings(ctx, u, ref, fd)...)
 	out = append(out, e.needFindings(ctx, u, ref, fd)...)
-	out = append(out, e.helperFindings(ctx, s, fd)...)
+	out = append(out, e.helperFindings(ctx, u, s, fd)...)
 	if len(out) == 0 && fd.Cause == CauseCleanupInProgress {
 		out = append(out, e.referrerFindings(ctx, u, s, fd)...)
 	}
@@ -195,6 +195,13 @@ func (e *Explainer) placeFindings(ctx context.Context, u *unstructured.Unstructu
 		if p.Kind == signals.PlaceNode {
 			place.Resource = "nodes"
 		}
+		for _, c := range w.Clusters {
+			if p.Kind == signals.PlaceCluster && c.GetName() == p.Name {
+				// The member cluster as it is served: OCM's ManagedCluster,
+				// Karmada's Cluster.
+				place.APIVersion, place.Kind = c.GetAPIVersion(), c.GetKind()
+			}
+		}
 		out = append(out, Finding{Cause: CauseRemoverPlaceUnavailable, Severity: SeverityBlocker, Object: &place, Finalizer: fd.Finalizer,
 			Message: fmt.Sprintf("%s names %s %s (%s) as where its remover acts, and it is %s: %s; %s's workload may run, but nothing acts there",
 				ref, p.Kind, p.Name, p.Via, v.State, v.Evidence, ownerName(fd)),
@@ -256,13 +263,19 @@ var needGVRs = map[string]schema.GroupVersionResource{
 }
 
 // helperFindings: family 5. The helpers are named by the owner's words (the
-// finding's message and evidence); each is read from its namespace's one
+// finding's message and evidence, the messages of the object's conditions);
+// each is read from its namespace's one
 // list of pods or Jobs; a Forbidden in its words is asked again with one
 // SubjectAccessReview.
-func (e *Explainer) helperFindings(ctx context.Context, s subject, fd *Finding) []Finding {
+func (e *Explainer) helperFindings(ctx context.Context, u *unstructured.Unstructured, s subject, fd *Finding) []Finding {
 	text := fd.Message
 	if fd.Owner != nil {
 		text += "\n" + strings.Join(fd.Owner.Evidence, "\n")
+	}
+	// The owner's words also in conditions that say no failure ("waiting
+	// for job x to complete"): the helper they name may have failed.
+	for _, m := range signals.ConditionMessages(u) {
+		text += "\n" + m
 	}
 	var out []Finding
 	for _, h := range signals.HelperRefs(text, s.Obj.GetNamespace()) {
@@ -352,8 +365,11 @@ func (e *Explainer) referrerFindings(ctx context.Context, u *unstructured.Unstru
 			FixOwner: "whoever owns " + by.String(),
 			Remedy:   fmt.Sprintf("delete %s, or point it elsewhere; the owner then removes the finalizer", by),
 			Leaks:    "removing the finalizer by hand leaves " + by.String() + " naming an object that is gone"}
-		if !protection(fd.Finalizer) || r.Strength != signals.StrengthCertain {
-			// Naming it does not say the finalizer waits for it.
+		if r.Strength != signals.StrengthCertain {
+			// A likely reference (a name under some ...Ref) does not say
+			// the finalizer waits for it; a certain one (an ownerReference,
+			// a field named after the target's kind) does, once its owner
+			// runs and says nothing else: it is kept while named.
 			f.Severity = SeverityWaiting
 			f.Message = fmt.Sprintf("%s names it (%s, %s); if %q is an in-use protection, %s keeps the target while it does", by, r.Via, r.Strength, fd.Finalizer, ownerName(fd))
 			f.Remedy = "if the owner's finalizer protects objects in use, delete or repoint " + by.String()
@@ -372,19 +388,6 @@ func (e *Explainer) referrerFindings(ctx context.Context, u *unstructured.Unstru
 	return out
 }
 
-// protection says whether a finalizer's name says it protects an object in
-// use (kubernetes.io/pvc-protection, in-use.crossplane.io,
-// gateway-exists-finalizer...).
-func protection(fin string) bool {
-	f := strings.ToLower(fin)
-	for _, w := range []string{"protect", "in-use", "inuse", "exists", "usage", "used-by", "referenced"} {
-		if strings.Contains(f, w) {
-			return true
-		}
-	}
-	return false
-}
-
 // recurringFinding: family 7's half the engine's walk can say: nothing has
 // changed since the deletion began and the same failure recurs. The
 // object's Events come from its namespace's one list.
@@ -399,7 +402,7 @@ func (e *Explainer) recurringFinding(ctx context.Context, u *unstructured.Unstru
 			about = append(about, ev)
 		}
 	}
-	a := signals.Progress(signals.ProgressInput{Object: u, Events: about, Now: e.now})
+	a := signals.Progress(signals.ProgressInput{Object: u, Events: about, Now: e.now, Window: ProgressWindow})
 	if a.Progressing || len(a.Against) == 0 {
 		return nil
 	}

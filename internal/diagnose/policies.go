@@ -31,6 +31,17 @@ type Policy struct {
 	// Refused are the objects it selects on which the API server refuses
 	// the controller's writes (status.refusedObjects, refused.go).
 	Refused []RefusedObject
+	// Cycles are the objects its status.blockedObjects says wait in a
+	// cycle of cleanups (diagnosis cause WaitCycle, waitcycle.go).
+	Cycles []BlockedCycle
+}
+
+// BlockedCycle is an entry of a policy's status.blockedObjects whose
+// diagnosis is a WaitCycle: the controller's words, as it wrote them for
+// the policy's readers.
+type BlockedCycle struct {
+	Object, Blocker      ObjectRef
+	Step, Message, Since string
 }
 
 // RefusedObject is an entry of a policy's status.refusedObjects.
@@ -72,7 +83,7 @@ func Policies(ctx context.Context, c *kube.Cluster) []Policy {
 				}
 				out = append(out, Policy{
 					Ref:       ObjectRef{APIVersion: p.GetAPIVersion(), Kind: p.GetKind(), Resource: gvr.Resource, Namespace: p.GetNamespace(), Name: p.GetName()},
-					Finalizer: fin, Steps: names, UnusedSteps: unused, Refused: refusedObjects(p.Object),
+					Finalizer: fin, Steps: names, UnusedSteps: unused, Refused: refusedObjects(p.Object), Cycles: blockedCycles(p.Object),
 				})
 			}
 		}
@@ -94,6 +105,33 @@ func refusedObjects(p map[string]any) []RefusedObject {
 			Object: ObjectRef{APIVersion: str("object", "apiVersion"), Kind: str("object", "kind"), Namespace: str("object", "namespace"), Name: str("object", "name")},
 			Reason: str("reason"), Message: str("message"), Since: str("since"),
 		})
+	}
+	return out
+}
+
+// blockedCycles reads the entries of a policy's status.blockedObjects
+// whose diagnosis is a WaitCycle.
+func blockedCycles(p map[string]any) []BlockedCycle {
+	l, _, _ := unstructured.NestedSlice(p, "status", "blockedObjects")
+	var out []BlockedCycle
+	for _, e := range l {
+		m, ok := e.(map[string]any)
+		if !ok {
+			continue
+		}
+		str := func(fields ...string) string { v, _, _ := unstructured.NestedString(m, fields...); return v }
+		if str("diagnosis", "cause") != CauseWaitCycle {
+			continue
+		}
+		ref := func(at string) ObjectRef {
+			return ObjectRef{APIVersion: str(at, "apiVersion"), Kind: str(at, "kind"), Namespace: str(at, "namespace"), Name: str(at, "name")}
+		}
+		b := BlockedCycle{Object: ref("object"), Step: str("step"), Message: str("diagnosis", "message"), Since: str("diagnosis", "since")}
+		if _, found, _ := unstructured.NestedMap(m, "diagnosis", "blocker"); found {
+			b.Blocker = ObjectRef{APIVersion: str("diagnosis", "blocker", "apiVersion"), Kind: str("diagnosis", "blocker", "kind"),
+				Namespace: str("diagnosis", "blocker", "namespace"), Name: str("diagnosis", "blocker", "name")}
+		}
+		out = append(out, b)
 	}
 	return out
 }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/teardown-dev/teardown/internal/cleantext"
+	"github.com/teardown-dev/teardown/internal/diagnose/signals"
 )
 
 // No all-clear without evidence (issue 26): once every pass has looked for
@@ -27,10 +28,11 @@ import (
 //     judged alive that is given until --gc-stall-after before it is
 //     called stuck; a finalizer's handler (pkg/finalizer, a Teardown step)
 //     that asked to be checked again at a time not yet long past;
-//   - a change since the deletion began, within ProgressWindow: one of the
-//     object's conditions changed (lastTransitionTime), or a Normal Event
-//     about it was recorded. The deletion itself is not a change, and a
-//     Warning is not progress: a failure that recurs is no evidence.
+//   - a change since the deletion began, within ProgressWindow, judged by
+//     signals.Progress: one of the object's conditions changed
+//     (lastTransitionTime), or an Event about it was first said. The
+//     deletion itself is not a change, an Event said again and again since
+//     before is not news, and a failure that recurs is evidence against.
 //
 // Otherwise the verdict is Stalled: nothing seen blocks it, nothing shows
 // progress; the report says what was checked and what could not be read.
@@ -91,7 +93,7 @@ func (e *Explainer) judgeProgress(ctx context.Context, t Target, obj metav1.Obje
 			unread = append(unread, c.Evidence)
 		}
 	}
-	ev, ch, ur := e.recentChanges(ctx, t, obj, dts)
+	ev, ch, ur := e.recentChanges(ctx, t, obj)
 	evidence, checked, unread = append(evidence, ev...), append(checked, ch...), append(unread, ur...)
 	rep.ProgressEvidence, rep.Checked, rep.NotReadable = dedupe(evidence), checked, dedupe(unread)
 	switch {
@@ -149,57 +151,47 @@ func (e *Explainer) boundedWait(ctx context.Context, f *Finding, deleted time.Ti
 }
 
 // recentChanges is the evidence of change since the deletion began, within
-// ProgressWindow: the object's conditions that changed, the Normal Events
-// about it; with what it checked and what it could not read.
-func (e *Explainer) recentChanges(ctx context.Context, t Target, obj metav1.Object, deleted time.Time) (evidence, checked, unread []string) {
-	recent := func(at time.Time) bool { return at.After(deleted) && e.now.Sub(at) <= ProgressWindow }
+// ProgressWindow, as signals.Progress judges it (the one judge of progress:
+// a condition's transition, an Event first said since the deletion; a
+// failure said again and again is evidence against); with what it checked
+// and what it could not read.
+func (e *Explainer) recentChanges(ctx context.Context, t Target, obj metav1.Object) (evidence, checked, unread []string) {
 	u, full := obj.(*unstructured.Unstructured)
 	if !full {
 		got, err := e.c.GetObject(ctx, t.GVR, t.Namespace, t.Name)
 		if err != nil {
 			unread = append(unread, "the object's status: "+Shorten(err.Error(), 160))
+			got = metaOnly(subject{GVR: t.GVR, GVK: t.GVK, Obj: obj})
 		}
 		u = got
 	}
-	if u != nil {
-		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-		checked = append(checked, fmt.Sprintf("%d status condition(s)", len(conds)))
-		for _, c := range conds {
-			m, _ := c.(map[string]any)
-			ts, _ := m["lastTransitionTime"].(string)
-			at, err := time.Parse(time.RFC3339, ts)
-			if err != nil || !recent(at) {
-				continue
-			}
-			typ, _ := m["type"].(string)
-			status, _ := m["status"].(string)
-			reason, _ := m["reason"].(string)
-			evidence = append(evidence, fmt.Sprintf("condition %s=%s (%s) changed %s ago, after the deletion began", cleantext.Clean(typ, 63),
-				cleantext.Clean(status, 20), cleantext.Clean(reason, 63), Age(e.now.Sub(at))))
-		}
-	}
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	checked = append(checked, fmt.Sprintf("%d status condition(s)", len(conds)))
 	ns := t.Namespace
 	if !t.Namespaced {
 		ns = metav1.NamespaceDefault // recorders file the Events of cluster-scoped objects there
 	}
+	var about []corev1.Event
 	events, err := e.c.Events(ctx, ns)
 	if err != nil {
-		return evidence, checked, append(unread, "the Events of namespace "+ns+": "+Shorten(err.Error(), 160))
+		unread = append(unread, "the Events of namespace "+ns+": "+Shorten(err.Error(), 160))
 	}
-	n := 0
 	for i := range events {
 		ev := &events[i]
-		if ev.InvolvedObject.UID != obj.GetUID() && (ev.InvolvedObject.Name != t.Name || ev.InvolvedObject.Kind != t.GVK.Kind) {
-			continue
+		if ev.InvolvedObject.UID == obj.GetUID() || ev.InvolvedObject.Name == t.Name && ev.InvolvedObject.Kind == t.GVK.Kind {
+			about = append(about, *ev)
 		}
-		n++
-		if ev.Type != corev1.EventTypeNormal || !recent(eventLastSeen(ev)) {
-			continue
-		}
-		evidence = append(evidence, fmt.Sprintf("Event %s from %s %s ago: %s", cleantext.Clean(ev.Reason, 63), cleantext.Clean(eventReporter(ev), 63),
-			Age(e.now.Sub(eventLastSeen(ev))), cleantext.Clean(ev.Message, 160)))
 	}
-	checked = append(checked, fmt.Sprintf("%d Event(s) about it", n))
+	if err == nil {
+		checked = append(checked, fmt.Sprintf("%d Event(s) about it", len(about)))
+	}
+	a := signals.Progress(signals.ProgressInput{Object: u, Events: about, Now: e.now, Window: ProgressWindow})
+	for _, ev := range a.For {
+		evidence = append(evidence, ev.What)
+	}
+	for _, ev := range a.Against {
+		checked = append(checked, "against progress: "+ev.What)
+	}
 	return evidence, checked, unread
 }
 

@@ -96,7 +96,7 @@ func TestNoAllClearWithoutEvidence(t *testing.T) {
 		"a handler retrying with its next attempt": {target: withProgress(testNow.Add(30 * time.Second)), objs: []runtime.Object{ns, operator, withProgress(testNow.Add(30 * time.Second))},
 			want: VerdictProgressing, evidence: "next attempt at 2026-11-28T12:00:30Z"},
 		"a condition that changed a minute ago": {target: fresh, objs: []runtime.Object{ns, operator, fresh},
-			want: VerdictProgressing, evidence: "condition Ready=False (Deleting) changed 60s ago"},
+			want: VerdictProgressing, evidence: "condition Ready=False (Deleting) changed 1m ago"},
 		"a Normal Event from the owner since the deletion": {target: plain, objs: []runtime.Object{ns, operator, plain, event(plain, "Bucket", corev1.EventTypeNormal, "EmptyingBucket", 2*time.Minute)},
 			want: VerdictProgressing, evidence: "Event EmptyingBucket from bucket-operator"},
 		// Looks progressing, is not.

@@ -11,6 +11,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -158,19 +159,24 @@ func TestDocsScenario(t *testing.T) {
 			"explain_foreground.json": {"explain", "configmap/frontend", "-n", "web", "-o", "json"},
 		} {
 			r := cli(t, "", nil, args...)
-			if err := os.WriteFile(filepath.Join("testdata", name), []byte(r.out), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			writeFixture(t, name, r.out)
 		}
-		if err := os.WriteFile(filepath.Join("testdata", "explain_configmap.json"), []byte(js.out), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		var st bytes.Buffer
+		writeFixture(t, "explain_configmap.json", js.out)
 		r := cli(t, "", nil, "status", "-A", "-o", "json")
-		st.WriteString(r.out)
-		if err := os.WriteFile(filepath.Join("testdata", "status.json"), st.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		writeFixture(t, "status.json", r.out)
 	}
-	_ = json.Valid
+}
+
+// writeFixture writes a recorded JSON output to testdata, indented as
+// encoding/json does (the fixtures' round trip compares with that).
+func writeFixture(t *testing.T, name, out string) {
+	t.Helper()
+	var b bytes.Buffer
+	if err := json.Indent(&b, []byte(strings.TrimSpace(out)), "", "  "); err != nil {
+		t.Fatalf("%s: %v\n%s", name, err, out)
+	}
+	b.WriteString("\n")
+	if err := os.WriteFile(filepath.Join("testdata", name), b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }

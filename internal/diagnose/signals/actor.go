@@ -104,7 +104,8 @@ func ActorPlaces(obj *unstructured.Unstructured, w World) []PlaceVerdict {
 }
 
 // Places finds the nodes, member clusters and zones obj names: fields
-// named after a node (nodeName, node, targetNode; not a pod's hostname),
+// named after a node (nodeName, nodeID, node, targetNode; not a pod's
+// hostname),
 // labels and annotations keyed so (kubernetes.io/hostname, ...node-name),
 // fields and labels naming one of clusters (the member clusters), the
 // namespace when it is named after one of them ("itdove2",
@@ -172,7 +173,7 @@ func Places(obj *unstructured.Unstructured, clusters []*unstructured.Unstructure
 func placeKey(key string) (PlaceKind, bool) {
 	k := lower(key)
 	switch {
-	case k == "nodename" || k == "node" || strings.HasSuffix(k, "nodename") || k == "targetnode" || k == "sourcenode":
+	case k == "nodename" || k == "node" || strings.HasSuffix(k, "nodename") || k == "nodeid" || k == "targetnode" || k == "sourcenode":
 		return PlaceNode, true
 	case k == "clustername" || k == "cluster" || k == "targetcluster" || k == "membercluster" || k == "managedcluster":
 		return PlaceCluster, true

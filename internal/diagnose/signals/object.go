@@ -66,6 +66,18 @@ func (c condition) String() string {
 	return cleantext.Clean(s, maxText)
 }
 
+// ConditionMessages are the messages of obj's conditions, in order: an
+// owner's words, whatever the condition says.
+func ConditionMessages(obj *unstructured.Unstructured) []string {
+	var out []string
+	for _, c := range conditionsOf(obj) {
+		if c.Message != "" {
+			out = append(out, c.Message)
+		}
+	}
+	return out
+}
+
 // conditionsOf reads status.conditions; entries that are not objects, or
 // have no type, are skipped.
 func conditionsOf(obj *unstructured.Unstructured) []condition {

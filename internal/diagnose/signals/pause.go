@@ -126,7 +126,9 @@ func annotationMark(key, value string) (Signal, bool) {
 		return Signal{Mark: MarkPaused, Source: src, Clear: clear}, true
 	case falsy[v]:
 		return Signal{}, false
-	case strings.Contains(fn, "paused") || fn == "pause":
+	case strings.Contains(fn, "paused") || hasWord(name, "pause"):
+		// "paused", "pause", and the pause of reconciliation spelled as
+		// words ("pause-reconcile", "pause-reconciliation").
 		return Signal{Mark: MarkPaused, Source: src, Clear: clear}, true
 	case strings.Contains(fn, "suspend"):
 		return Signal{Mark: MarkSuspended, Source: src, Clear: clear}, true
@@ -180,4 +182,15 @@ func conditionMark(c condition) (Mark, bool) {
 // hook reports a folded word naming a lifecycle hook (not a webhook).
 func hook(folded string) bool {
 	return strings.Contains(strings.ReplaceAll(folded, "webhook", ""), "hook")
+}
+
+// hasWord reports whether name, cut into words at "-", "_" and ".", holds
+// word (case-insensitive).
+func hasWord(name, word string) bool {
+	for _, w := range strings.FieldsFunc(name, func(r rune) bool { return r == '-' || r == '_' || r == '.' }) {
+		if strings.EqualFold(w, word) {
+			return true
+		}
+	}
+	return false
 }

@@ -82,9 +82,11 @@ type Assessment struct {
 	Window       time.Duration
 }
 
-// settle is how long after the deletion began a change still counts as
-// the deletion itself (the owner noting it).
-const settle = 5 * time.Second
+// A change counts only strictly after the deletion began: a transition at
+// the deletion's own timestamp (timestamps are seconds) is the deletion
+// itself. The owner noting the deletion a moment later is its first act,
+// and counts, as the engine counted it before this judge was its one
+// (TestFamilyProgressingNotBlocked on the real control plane).
 
 // minRecurrences is how many times a failure must be said to recur.
 const minRecurrences = 3
@@ -100,7 +102,7 @@ func Progress(in ProgressInput) Assessment {
 		began = dt.Time
 	}
 	recent := func(t time.Time) bool {
-		return !t.IsZero() && t.After(began.Add(settle)) && in.Now.Sub(t) <= a.Window
+		return !t.IsZero() && t.After(began) && in.Now.Sub(t) <= a.Window
 	}
 	for _, p := range in.Pods {
 		if p.DeletionTimestamp == nil {
@@ -143,8 +145,12 @@ func Progress(in ProgressInput) Assessment {
 			a.Against = append(a.Against, Evidence{Kind: EvidenceRecurring, At: last,
 				What: fmt.Sprintf("Warning %s said %d times since %s, last %s ago, unchanged", text, count, first.UTC().Format(time.RFC3339), Age(in.Now.Sub(last)))})
 		case recent(first):
+			// New words since the deletion began; a Normal Event said
+			// again and again since before it (still cleaning up...) is
+			// not new, however recent its last time.
 			a.For = append(a.For, Evidence{Kind: EvidenceChange, At: first,
-				What: fmt.Sprintf("%s %s first said %s ago", e.Type, text, Age(in.Now.Sub(first)))})
+				What: fmt.Sprintf("%s Event %s%s, first said %s ago: %s", e.Type, cleantext.Clean(e.Reason, 63), reporterOf(e), Age(in.Now.Sub(first)),
+					cleantext.Clean(e.Message, maxText))})
 		}
 	}
 	a.For = append(a.For, in.Extra...)
@@ -169,8 +175,23 @@ func eventTimes(e corev1.Event) (first, last time.Time, count int) {
 	if last.IsZero() {
 		last = first
 	}
+	if first.IsZero() {
+		// Only its last time recorded: it was first said then.
+		first = last
+	}
 	if count == 0 {
 		count = 1
 	}
 	return first, last, count
+}
+
+// reporterOf is " from <component>" when the Event says who reported it.
+func reporterOf(e corev1.Event) string {
+	switch {
+	case e.Source.Component != "":
+		return " from " + cleantext.Clean(e.Source.Component, 63)
+	case e.ReportingController != "":
+		return " from " + cleantext.Clean(e.ReportingController, 63)
+	}
+	return ""
 }

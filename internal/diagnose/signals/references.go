@@ -8,6 +8,7 @@ package signals
 import (
 	"sort"
 	"strings"
+	"unicode"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -180,10 +181,44 @@ func fieldNames(f field, kind, targetKind string) (Strength, bool) {
 		return StrengthCertain, true
 	case key == "name" && (strings.Contains(parent, kind) || short != "" && strings.Contains(parent, short)):
 		return StrengthCertain, true
+	case tailNamed(key, targetKind):
+		return StrengthCertain, true
 	case key == "name" && (strings.HasSuffix(parent, "ref") || strings.HasSuffix(parent, "refs")):
 		return StrengthLikely, true
 	}
 	return "", false
+}
+
+// tailNamed says whether a folded key is "<tail>name" or "<tail>ref", tail
+// the last words of the target's kind (CamelCase words): filesystemName
+// names a CephFilesystem, volumeName a PersistentVolume, className a
+// VirtualMachineClass. A key must say "name" or "ref": a bare word (a
+// pod's "volumes") names nothing.
+func tailNamed(key, targetKind string) bool {
+	words := camelWords(targetKind)
+	for i := 1; i < len(words); i++ {
+		tail := strings.ToLower(strings.Join(words[i:], ""))
+		if key == tail+"name" || key == tail+"ref" {
+			return true
+		}
+	}
+	return false
+}
+
+// camelWords cuts a kind into its CamelCase words ("CephFilesystem":
+// "Ceph", "Filesystem"; "VMClass": "VM", "Class").
+func camelWords(kind string) []string {
+	var out []string
+	start := 0
+	r := []rune(kind)
+	for i := 1; i < len(r); i++ {
+		upper := unicode.IsUpper(r[i])
+		if upper && (!unicode.IsUpper(r[i-1]) || i+1 < len(r) && unicode.IsLower(r[i+1])) {
+			out = append(out, string(r[start:i]))
+			start = i
+		}
+	}
+	return append(out, string(r[start:]))
 }
 
 // shortKind is the kind's last word for keys such as claimName ("claim" of
@@ -206,7 +241,8 @@ const maxPlausibleKinds = 8
 // its group that use it, a parent and its children; not for the core group,
 // whose kinds are unrelated), then watched (the kinds the finalizer's owner
 // reads, when known), then for a core or storage target the kinds that name
-// claims and volumes (Pods, claims, snapshots); at most maxPlausibleKinds.
+// claims and volumes (Pods, claims, snapshots, attachments); at most
+// maxPlausibleKinds.
 func PlausibleKinds(target schema.GroupVersionKind, served, watched []schema.GroupVersionKind) []schema.GroupVersionKind {
 	seen := map[schema.GroupKind]bool{}
 	var out []schema.GroupVersionKind
@@ -231,7 +267,7 @@ func PlausibleKinds(target schema.GroupVersionKind, served, watched []schema.Gro
 			if gvk.Group == "" && (gvk.Kind == "Pod" || gvk.Kind == "PersistentVolumeClaim") {
 				add(gvk)
 			}
-			if gvk.Group == "snapshot.storage.k8s.io" && gvk.Kind == "VolumeSnapshot" {
+			if gvk.Group == "snapshot.storage.k8s.io" && gvk.Kind == "VolumeSnapshot" || gvk.Group == "storage.k8s.io" && gvk.Kind == "VolumeAttachment" {
 				add(gvk)
 			}
 		}
