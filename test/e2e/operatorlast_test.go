@@ -107,7 +107,8 @@ spec:
 // removes its finalizer. The operator and its Widgets are uninstalled
 // together, with one `kubectl delete -f` of a manifest holding both (in
 // helm's order, custom resources first), then with one `helm uninstall` of
-// a chart holding both while Teardown's leader is SIGKILLed mid-uninstall.
+// a chart holding both while Teardown's leader is SIGKILLed mid-uninstall,
+// then with the application namespaces deleted as the operator is.
 // Without a policy the operator goes first and Widgets stay Terminating
 // (the failure users report); with config/samples' operator-last
 // ClusterTeardownPolicy every Widget's cleanup call is made, every Widget
@@ -214,6 +215,20 @@ func TestOperatorLast(t *testing.T) {
 			})
 			leader, killed := killLeader(t)
 			t.Logf("killed Teardown's leader %s mid-uninstall (SIGKILL); %s leads %s later", leader, leaseHolder(t), time.Since(killed).Round(100*time.Millisecond))
+		})
+	})
+
+	// Last: it deletes the application namespaces.
+	t.Run("the application namespaces deleted as the operator is uninstalled", func(t *testing.T) {
+		operatorLast(t, system, apps, func() []string { return installOperator(t, bundle, apps) }, func() {
+			kubectl(t, append([]string{"delete", "namespace", "--wait=false"}, apps...)...)
+			kubectl(t, "delete", "-f", bundle, "--wait=false", "--ignore-not-found")
+		})
+		eventually(t, 2*time.Minute, "the application namespaces gone", func() error {
+			if out := strings.TrimSpace(kubectl(t, append([]string{"get", "namespace", "--ignore-not-found", "-o", "name"}, apps...)...)); out != "" {
+				return fmt.Errorf("still there: %s", out)
+			}
+			return nil
 		})
 	})
 }
