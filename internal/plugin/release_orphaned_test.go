@@ -6,6 +6,7 @@ SPDX-License-Identifier: Apache-2.0
 package plugin
 
 import (
+	"context"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -24,6 +25,11 @@ func TestReleaseOrphaned(t *testing.T) {
 	ns := newNamespace(t)
 	const orphan, owned = "nobody.teardown.invalid/stale", "cnrm.cloud.google.com/finalizer"
 	runningDeployment(t, ns, "cnrm-controller-manager", "cnrm")
+	// The suite keeps its namespaces: a running Config Connector left here
+	// would be found as the owner of other tests' objects.
+	t.Cleanup(func() {
+		_ = cs.AppsV1().Deployments(ns).Delete(context.Background(), "cnrm-controller-manager", metav1.DeleteOptions{})
+	})
 	stuckConfigMap(t, ns, "a", orphan)
 	stuckConfigMap(t, ns, "b", orphan)
 	stuckConfigMap(t, ns, "owned", owned)
