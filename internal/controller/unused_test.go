@@ -144,7 +144,10 @@ func mayGetNodes(t *testing.T, ns, name string) {
 func blockedMessage(t *testing.T, pol *teardownv1alpha1.ClusterTeardownPolicy, kind, name, want string) {
 	t.Helper()
 	var last []string
-	deadline := time.Now().Add(20 * time.Second)
+	// A pod that starts terminating does not end a use, so it need not
+	// wake the step: its message says so by the next recheck at the
+	// latest (steps.unusedRecheck, 30 s), which a loaded machine may need.
+	deadline := time.Now().Add(40 * time.Second)
 	for {
 		got := &teardownv1alpha1.ClusterTeardownPolicy{}
 		if err := k8s.Get(t.Context(), client.ObjectKeyFromObject(pol), got); err != nil {
