@@ -171,6 +171,27 @@ func upgradeScenario(t *testing.T, fromBin, toBin string) {
 		t.Fatal(err)
 	}
 	deleteNow(t, objs["live"])
+	// status.boundRecordsSince: from the policy's creation when this
+	// release served it first (the rollback's first controller), so that no
+	// unbound record of an object created after counts; from this release's
+	// first serving when an earlier release served it before.
+	for _, p := range []*teardownv1alpha1.TeardownPolicy{pol, edited} {
+		testenv.Eventually(t, 30*time.Second, p.Name+"'s boundRecordsSince", func(ctx context.Context) (bool, error) {
+			got := &teardownv1alpha1.TeardownPolicy{}
+			if err := k8s.Get(ctx, client.ObjectKeyFromObject(p), got); err != nil {
+				return false, err
+			}
+			since := got.Status.BoundRecordsSince
+			if since == nil {
+				return false, nil
+			}
+			created := got.CreationTimestamp.Time
+			if fromBin == "" && !since.Time.Equal(created) || fromBin != "" && !since.Time.After(created) {
+				t.Fatalf("%s: boundRecordsSince %v, created %v (first controller %q)", p.Name, since.Time, created, fromBin)
+			}
+			return true, nil
+		})
+	}
 	// Every held teardown goes on under the new controller: each object is
 	// called again at the step it waits at.
 	for name, step := range map[string]string{"at-a": "a", "at-b": "b", "relabelled": "a", "edited": "b", "live": "a"} {

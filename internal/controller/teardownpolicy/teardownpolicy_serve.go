@@ -142,6 +142,9 @@ const maxServedSpec = 1 << 20
 // from the status, not from memory, so a restart between an edit and its
 // first reconcile loses nothing.
 func (r *Reconciler) putInForce(ctx context.Context, pol *policy.Policy, status *teardownv1alpha1.TeardownPolicyStatus) error {
+	// Whether any controller served a version of it before: status names a
+	// key (read before this version's is recorded below).
+	servedBefore := status.Finalizer != ""
 	retired := retiredKeys(pol, status)
 	kinds := pol.Kinds()
 	for _, rk := range retired {
@@ -177,7 +180,7 @@ func (r *Reconciler) putInForce(ctx context.Context, pol *policy.Policy, status 
 		// created between the policy's creation and now, whose creator
 		// knew the policy's UID and could write one.
 		since := metav1.NewTime(time.Now().UTC().Truncate(time.Second))
-		if status.Finalizer == "" {
+		if !servedBefore {
 			since = metav1.NewTime(pol.Created)
 		}
 		status.BoundRecordsSince = &since
