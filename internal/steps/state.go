@@ -135,8 +135,7 @@ func StartedBy(obj metav1.Object, key string) (types.UID, bool) {
 // one): the caller trusts it only on an object created before its policy's
 // status.boundRecordsSince, that is, written while the earlier release
 // served the policy (guarded's actor and startedByEarlierRelease). A
-// record bound to another object is not
-// one.
+// record bound to another object is not one.
 func StartedByEarlierRelease(obj metav1.Object, key string) (types.UID, bool) {
 	v, ok := obj.GetAnnotations()[StateAnnotation(key)]
 	if !ok || len(v) > maxStateAnnotation {
