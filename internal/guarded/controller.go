@@ -336,16 +336,17 @@ func (r *Reconciler) actor(ctx context.Context, policies []*policy.Served, key s
 		}
 	}
 	if obj.DeletionTimestamp != nil && slices.Contains(obj.Finalizers, key) {
-		if uid := r.earlierReleaseBy(obj, key); uid != "" && r.provenBy(obj, key) == "" {
+		uid := r.provenBy(obj, key)
+		if earlier := r.earlierReleaseBy(obj, key); uid == "" && earlier != "" {
 			// A teardown the earlier release started, which no record of
 			// this release proves or disproves: its policy finishes it.
 			for _, c := range cands {
-				if c.s.UID == uid && c.s.EarlierRelease(obj) {
+				if c.s.UID == earlier && c.s.EarlierRelease(obj) {
 					return c.s, c.k, 0, nil
 				}
 			}
 		}
-		if uid := r.provenBy(obj, key); uid != "" {
+		if uid != "" {
 			for _, c := range cands {
 				if c.s.UID == uid {
 					return c.s, c.k, 0, nil
@@ -427,7 +428,7 @@ func (r *Reconciler) apply(ctx context.Context, s *policy.Served, k policy.Serve
 	// Being deleted: a teardown that started finishes, whatever edits and
 	// label changes came since; only a key this policy owns on this object
 	// is touched.
-	if !(matches || carries && (Owns(s, k, gvk, obj, nsLabels, r.provenBy(obj, k.Key)) || r.startedByEarlierRelease(s, k, gvk, obj))) {
+	if !(matches || carries && r.owns(s, k, gvk, obj, nsLabels)) {
 		return 0, nil
 	}
 	if carries && s.Deleting && s.OnPolicyDeletion == teardownv1alpha1.PolicyDeletionRelease {
@@ -504,16 +505,17 @@ func (r *Reconciler) earlierReleaseBy(obj metav1.Object, key string) types.UID {
 	return uid
 }
 
-// startedByEarlierRelease reports whether s started the teardown of obj,
-// being deleted, under k before this release served it: an earlier
-// release's step record (not bound to obj) names s, obj was created before
-// s.BoundRecordsSince, and no record of this release says otherwise. Such
-// a teardown is finished like one a bound record proves (UPGRADING.md).
-func (r *Reconciler) startedByEarlierRelease(s *policy.Served, k policy.ServedKey, gvk schema.GroupVersionKind, obj *metav1.PartialObjectMetadata) bool {
-	if obj.DeletionTimestamp == nil || !s.InScope(obj) || !k.Serves(gvk) || r.provenBy(obj, k.Key) != "" {
-		return false
+// owns is Owns from the records on obj, or, when none of this release's
+// proves anything, an earlier release's step record naming s on an object
+// created before s.BoundRecordsSince: that teardown is finished like one a
+// bound record proves (UPGRADING.md).
+func (r *Reconciler) owns(s *policy.Served, k policy.ServedKey, gvk schema.GroupVersionKind, obj *metav1.PartialObjectMetadata, nsLabels labels.Set) bool {
+	proven := r.provenBy(obj, k.Key)
+	if Owns(s, k, gvk, obj, nsLabels, proven) {
+		return true
 	}
-	return r.earlierReleaseBy(obj, k.Key) == s.UID && s.EarlierRelease(obj)
+	return proven == "" && obj.DeletionTimestamp != nil && s.InScope(obj) && k.Serves(gvk) &&
+		r.earlierReleaseBy(obj, k.Key) == s.UID && s.EarlierRelease(obj)
 }
 
 // attachedByAnother reports whether key's attached record on obj is bound

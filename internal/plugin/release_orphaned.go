@@ -9,7 +9,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/teardown-dev/teardown/internal/diagnose"
 )
@@ -59,8 +60,11 @@ func (o *ReleaseOptions) runOrphaned(ctx context.Context) error {
 	for _, r := range todo {
 		one := *o
 		one.Orphaned, one.Finalizer, one.requireCause = false, r.fin, diagnose.CauseOrphanFinalizer
-		one.typ, one.name = strings.TrimSuffix(diagnose.TargetArg(r.row.Object), " -n "+r.row.Object.Namespace), ""
-		one.typ, one.name, _ = strings.Cut(one.typ, "/")
+		// TYPE as kubectl takes it: resource.group, which resolve maps back.
+		one.typ, one.name = r.row.Object.Resource, r.row.Object.Name
+		if gv, err := schema.ParseGroupVersion(r.row.Object.APIVersion); err == nil && gv.Group != "" {
+			one.typ += "." + gv.Group
+		}
 		fmt.Fprintf(o.Out, "\n--- %s\n", diagnose.TargetArg(r.row.Object))
 		if err := one.Run(ctx); err != nil {
 			skipped++

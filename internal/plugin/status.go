@@ -253,17 +253,11 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 }
 
 // watchDeletions watches the kinds status lists, and namespaces, for
-// deletions (kube.Cluster.Deletions).
+// deletions (kube.Cluster.Deletions, which leaves out the cluster-scoped
+// kinds when a namespace is given, as ListMeta does).
 func (o *StatusOptions) watchDeletions(ctx context.Context) <-chan struct{} {
 	resources, _ := o.cluster.read.Resources()
-	var rs []kube.APIResource
-	for _, r := range deletable(resources) {
-		if o.namespace != "" && !r.Namespaced {
-			continue
-		}
-		rs = append(rs, r)
-	}
-	return o.cluster.read.Deletions(ctx, rs, o.namespace, o.Selector)
+	return o.cluster.read.Deletions(ctx, deletable(resources), o.namespace, o.Selector)
 }
 
 // markStuck flags the items Terminating for longer than threshold (none

@@ -137,12 +137,8 @@ func StartedBy(obj metav1.Object, key string) (types.UID, bool) {
 // served the policy (guarded's actor and startedByEarlierRelease). A
 // record bound to another object is not one.
 func StartedByEarlierRelease(obj metav1.Object, key string) (types.UID, bool) {
-	v, ok := obj.GetAnnotations()[StateAnnotation(key)]
-	if !ok || len(v) > maxStateAnnotation {
-		return "", false
-	}
-	var rec record
-	if err := json.Unmarshal([]byte(v), &rec); err != nil || rec.Object != "" || rec.Policy == "" {
+	rec, ok := parseRecord(obj, key)
+	if !ok || rec.Object != "" || rec.Policy == "" {
 		return "", false
 	}
 	return rec.Policy, true
@@ -151,12 +147,22 @@ func StartedByEarlierRelease(obj metav1.Object, key string) (types.UID, bool) {
 // boundRecord returns key's record on obj when it was written for obj
 // (whatever policy or version wrote it).
 func boundRecord(obj metav1.Object, key string) (record, bool) {
+	rec, ok := parseRecord(obj, key)
+	if !ok || obj.GetUID() == "" || rec.Object != obj.GetUID() {
+		return record{}, false
+	}
+	return rec, true
+}
+
+// parseRecord reads key's record on obj, whoever it was written for; it
+// parses no more than a genuine record's bound.
+func parseRecord(obj metav1.Object, key string) (record, bool) {
 	v, ok := obj.GetAnnotations()[StateAnnotation(key)]
 	if !ok || len(v) > maxStateAnnotation {
 		return record{}, false
 	}
 	var rec record
-	if err := json.Unmarshal([]byte(v), &rec); err != nil || obj.GetUID() == "" || rec.Object != obj.GetUID() {
+	if err := json.Unmarshal([]byte(v), &rec); err != nil {
 		return record{}, false
 	}
 	return rec, true

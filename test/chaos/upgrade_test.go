@@ -200,7 +200,7 @@ func upgradeScenario(t *testing.T, fromBin, toBin string) {
 		})
 	}
 	for name, cm := range objs {
-		if exists(t, cm) == false {
+		if !exists(t, cm) {
 			t.Errorf("%s went before its steps succeeded", name)
 		}
 	}
