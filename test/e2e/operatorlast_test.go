@@ -262,8 +262,12 @@ func operatorLast(t *testing.T, system *cleanups, apps []string, install func() 
 	uninstall()
 	var widgetsGone time.Duration
 	eventually(t, 5*time.Minute, "the Widgets, then the operator, gone", func() error {
-		widgets := strings.TrimSpace(kubectl(t, "get", "widgets", "-A", "-o", "name"))
+		// The operator's objects first, then the Widgets: a Widget still
+		// there after the Deployment was read as gone is one that existed
+		// when it went. (Read the other way round, the last Widget can go,
+		// and Teardown release the operator, between the two reads.)
 		left := strings.TrimSpace(kubectl(t, append(append([]string{"get"}, operator...), "-n", "widget-system", "--ignore-not-found", "-o", "name")...))
+		widgets := strings.TrimSpace(kubectl(t, "get", "widgets", "-A", "-o", "name"))
 		if widgets != "" {
 			if !strings.Contains(left, "deployment") {
 				t.Fatalf("the operator's Deployment went while Widgets remain: %s (operator objects left: %q)", widgets, left)
