@@ -25,6 +25,7 @@ import (
 	"github.com/teardown-dev/teardown/internal/controller"
 	"github.com/teardown-dev/teardown/internal/controller/diagnosis"
 	"github.com/teardown-dev/teardown/internal/installcheck"
+	"github.com/teardown-dev/teardown/internal/recordseal"
 	"github.com/teardown-dev/teardown/internal/steps"
 	"github.com/teardown-dev/teardown/internal/uninstall"
 	"github.com/teardown-dev/teardown/internal/version"
@@ -59,6 +60,7 @@ func main() {
 	flag.BoolVar(&opts.Controller.WebhookAllowHTTP, steps.AllowHTTPFlag, false, "Let webhook steps call plain http:// URLs; by default only https:// is called.")
 	webhookProxy := flag.String(steps.WebhookProxyFlag, "", "HTTP proxy (http:// or https:// URL) of webhook calls to IP addresses and to outside names written absolute (https://hooks.example.com./); names in the cluster are called directly. The proxy's address is guarded like a destination (--"+steps.AllowedCIDRsFlag+"). HTTPS_PROXY and HTTP_PROXY are never used.")
 	flag.StringVar(&opts.Controller.ClusterResourceNamespace, "cluster-resource-namespace", podNamespace(), "Namespace of the signing Secrets of ClusterTeardownPolicies' webhook steps (default: the POD_NAMESPACE variable, else the pod's own namespace).")
+	flag.StringVar(&opts.RecordKeysSecret, "record-keys-secret", recordseal.DefaultSecret, "Secret of --cluster-resource-namespace holding the keys that seal the records the controller writes on guarded objects, so that it tells its own from forgeries without any admission policy (docs/security.md); made with one key when missing. Empty, or no namespace, seals nothing.")
 	flag.StringVar(&opts.Controller.ClusterDomain, steps.ClusterDomainFlag, steps.DefaultClusterDomain, "The cluster's DNS domain (the kubelet's --cluster-domain), by which a TeardownPolicy's webhook URL hosts are read: <service>.<namespace>.svc.<domain> and the other forms must name its own namespace.")
 	flag.StringVar(&opts.Controller.WebhookConfiguration, "attach-webhook-configuration", "", "Name of the MutatingWebhookConfiguration of the attach-at-create webhook; empty turns the webhook off.")
 	flag.BoolVar(&opts.Controller.InUseWebhook, "inuse-webhook", false, "Serve the in-use webhook ("+admit.InUsePath+"), which refuses a pod that would start using a Secret, ConfigMap or ServiceAccount an unused step holds while it is being deleted, and keep its configuration (--inuse-webhook-configuration) asking only about the pods of namespaces where such an object is held; unused steps then confirm no sooner than --unused-release-grace after the deletion and after the configuration covered the namespace. Without it, a pod created while such an object is being deleted can lose it.")

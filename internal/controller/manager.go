@@ -6,6 +6,7 @@ SPDX-License-Identifier: Apache-2.0
 package controller
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"time"
@@ -24,6 +25,7 @@ import (
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/teardown-dev/teardown/internal/lease"
+	"github.com/teardown-dev/teardown/internal/recordseal"
 )
 
 // LeaderElectionID names the Lease that replicas of the teardown-controller
@@ -84,6 +86,11 @@ type ManagerOptions struct {
 	Burst int
 	// Logger is the manager's logger; the zero value means ctrl.Log.
 	Logger klog.Logger
+	// RecordKeysSecret names the Secret of Controller.ClusterResourceNamespace
+	// holding the keys that seal the controller's records (recordseal.Load,
+	// which makes it when missing); empty, or no namespace, seals nothing
+	// unless Controller.RecordKeys is set.
+	RecordKeysSecret string
 	// Controller tunes the controllers; start from DefaultOptions.
 	Controller Options
 }
@@ -156,6 +163,21 @@ func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, error) {
 	}
 	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
 		return nil, fmt.Errorf("adding the readiness check: %w", err)
+	}
+	if opts.Controller.RecordKeys == nil && opts.RecordKeysSecret != "" && opts.Controller.ClusterResourceNamespace != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		keys, err := recordseal.Load(ctx, mgr.GetAPIReader(), mgr.GetClient(), opts.Controller.ClusterResourceNamespace, opts.RecordKeysSecret, time.Now)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		opts.Controller.RecordKeys = keys
+	}
+	log := mgr.GetLogger().WithName("setup")
+	if opts.Controller.RecordKeys == nil {
+		log.Info("Records are not sealed: only the admission policy teardown-protect-records keeps them the controller's (set --cluster-resource-namespace and --record-keys-secret)")
+	} else {
+		log.Info("Records are sealed", "key", opts.Controller.RecordKeys.Sealing(), "since", opts.Controller.RecordKeys.Since())
 	}
 	if err := Setup(mgr, opts.Controller); err != nil {
 		return nil, err

@@ -29,6 +29,7 @@ import (
 	"github.com/teardown-dev/teardown/internal/guarded"
 	"github.com/teardown-dev/teardown/internal/lease"
 	"github.com/teardown-dev/teardown/internal/policy"
+	"github.com/teardown-dev/teardown/internal/recordseal"
 	"github.com/teardown-dev/teardown/internal/steps"
 	"github.com/teardown-dev/teardown/internal/waits"
 )
@@ -115,6 +116,11 @@ type Options struct {
 	// its epoch and no step runs while it refuses writes. nil fences
 	// nothing.
 	Lease *lease.Gate
+	// RecordKeys seal the step records the controller writes and prove
+	// the ones it reads (internal/recordseal, --record-keys-secret); nil
+	// seals nothing, and every record bound to its object is read as the
+	// controller's.
+	RecordKeys *recordseal.Keyring
 }
 
 // DefaultOptions are the flags' defaults.
@@ -155,7 +161,8 @@ func CacheOptions() cache.Options {
 func Setup(mgr ctrl.Manager, opts Options) error {
 	recorder := mgr.GetEventRecorder(Name)
 	index := policy.NewIndex()
-	targets := &guarded.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Index: index, StartedBy: steps.StartedBy,
+	records := steps.Records{Keys: opts.RecordKeys}
+	targets := &guarded.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Index: index, StartedBy: records.StartedBy,
 		StartedByEarlierRelease: steps.StartedByEarlierRelease}
 	if err := targets.SetupWithManager(mgr, opts.TargetWorkers); err != nil {
 		return err
@@ -175,6 +182,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return err
 	}
 	runner.Lease = opts.Lease
+	runner.Records = records
 	if opts.InUseWebhook {
 		direct, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), HTTPClient: mgr.GetHTTPClient()})
 		if err != nil {

@@ -26,7 +26,7 @@ var layers = [][]string{
 		"internal/steps", "internal/policy", "internal/waits", "internal/inuse", "internal/diagnose", "internal/diagnose/kube",
 		"internal/diagnose/signals",
 		"internal/plugin", "internal/uninstall", "internal/installcheck", "internal/controller/cachetransform",
-		"internal/queuekey", "internal/cleantext", "internal/version", "internal/lease", "internal/fairqueue",
+		"internal/queuekey", "internal/cleantext", "internal/version", "internal/lease", "internal/recordseal", "internal/fairqueue",
 		"internal/kubeconfig",
 	},
 	{"api/v1alpha1", "pkg/finalizer", "pkg/finalizer/record"},

@@ -70,7 +70,7 @@ func (f *fence) Tests(obj client.Object, key string) ([]finalizer.Test, error) {
 // otherwise returns the test that the record is still what obj holds.
 func (r *Runner) recordTests(obj client.Object, pol *policy.Policy, key string) ([]finalizer.Test, error) {
 	epoch := r.Lease.Epoch()
-	if rec, ok := boundRecord(obj, key); ok && ahead(rec, epoch, pol) {
+	if rec, ok := r.Records.bound(obj, key); ok && ahead(rec, epoch, pol) {
 		return nil, superseded(rec, epoch, pol)
 	}
 	return []finalizer.Test{recordTest(obj, key)}, nil

@@ -223,7 +223,7 @@ func (f *fixture) stored(t *testing.T) record {
 	if err := f.client.Get(t.Context(), client.ObjectKeyFromObject(obj), obj); err != nil {
 		t.Fatal(err)
 	}
-	rec, ok := boundRecord(obj, testKey)
+	rec, ok := Records{}.bound(obj, testKey)
 	if !ok {
 		t.Fatalf("no record on %s", obj.GetName())
 	}

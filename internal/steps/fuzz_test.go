@@ -49,7 +49,7 @@ func FuzzResume(f *testing.F) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	f.Fuzz(func(t *testing.T, value string) {
 		obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{StateAnnotation(testKey): value}}}
-		pos := Resume(obj, pol, testKey, now)
+		pos := (Records{}).Resume(obj, pol, testKey, now)
 		if pos.Index < 0 || pos.Index >= len(pol.Steps) {
 			t.Fatalf("index %d out of range for %q", pos.Index, value)
 		}

@@ -365,7 +365,7 @@ func (r *Runner) timeLeft(pol *policy.Policy, key string, i int, t Object) time.
 	}
 	now := r.now()
 	since := now
-	if pos := Resume(t.Obj, pol, key, now); pos.Index == i && !pos.Since.IsZero() {
+	if pos := r.Records.Resume(t.Obj, pol, key, now); pos.Index == i && !pos.Since.IsZero() {
 		since = pos.Since
 	}
 	return max(timeout.Duration-now.Sub(since)+time.Second, time.Second)

@@ -59,6 +59,9 @@ const maxRetryAfter = 10 * time.Minute
 type Runner struct {
 	Client client.Client
 	Reader client.Reader
+	// Records reads the step records as proven by their keys (state.go);
+	// the zero Records, without keys, seals nothing and checks no seal.
+	Records Records
 	// Identities gives each policy's steps their identity (identity.go);
 	// nil means every step acts as the controller (Client, Reader).
 	Identities *Identities
@@ -198,8 +201,8 @@ func (r *Runner) Run(ctx context.Context, pol *policy.Policy, key string, t Obje
 	if err := r.Lease.Allow(); err != nil {
 		return finalizer.Retry(err)
 	}
-	pos := Resume(t.Obj, pol, key, r.now())
-	recorded, _ := readRecord(t.Obj, pol, key)
+	pos := r.Records.Resume(t.Obj, pol, key, r.now())
+	recorded, _ := r.Records.read(t.Obj, pol, key)
 	i, since := pos.Index, pos.Since
 	if res, stop := r.claim(ctx, pol, key, t, &recorded, i, since); stop {
 		return res
@@ -294,7 +297,7 @@ func (r *Runner) claim(ctx context.Context, pol *policy.Policy, key string, t Ob
 	if _, present := t.Obj.GetAnnotations()[StateAnnotation(key)]; !present || len(pol.Steps) == 0 {
 		return finalizer.Result{}, false
 	}
-	if rec, ok := boundRecord(t.Obj, key); ok && ahead(rec, r.Lease.Epoch(), pol) {
+	if rec, ok := r.Records.bound(t.Obj, key); ok && ahead(rec, r.Lease.Epoch(), pol) {
 		return fenced(superseded(rec, r.Lease.Epoch(), pol)), true
 	}
 	if since.IsZero() {
@@ -333,8 +336,8 @@ func fenced(err error) finalizer.Result {
 	return finalizer.Retry(err)
 }
 
-// saveState records step i and since under key when that differs from what
-// the object carries (writeRecord). A record write that is refused by its
+// saveState records step i and since under key, sealed with the runner's
+// keys, when that differs from what the object carries (writeRecord). A record write that is refused by its
 // test, by a newer writer's record or by the lease gate is returned: the
 // cleanup must not go on from what it read. Any other failure is not
 // fatal: steps are idempotent, and a restart only repeats the steps since
@@ -344,6 +347,10 @@ func (r *Runner) saveState(ctx context.Context, pol *policy.Policy, key string, 
 		Since: since.UTC().Truncate(time.Second), Generation: pol.Generation}
 	epoch := r.Lease.Epoch()
 	rec.Lease, rec.Epoch = epoch.Lease, epoch.Transitions
+	rec, err := rec.sealed(r.Records.Keys, key)
+	if err != nil {
+		return err
+	}
 	if rec == *recorded {
 		return nil
 	}

@@ -384,12 +384,12 @@ func TestStepTimeout(t *testing.T) {
 			if res := f.run(t, pol); res.State != finalizer.StateRetry || stepErr(t, res).Kind != Transient {
 				t.Fatalf("second run: %s %v, want a transient Retry", res.State, res.Err)
 			}
-			if pos := Resume(f.target.Obj, pol, testKey, f.clock.Now()); pos.TimedOut || pos.Index != 1 {
+			if pos := (Records{}).Resume(f.target.Obj, pol, testKey, f.clock.Now()); pos.TimedOut || pos.Index != 1 {
 				t.Errorf("Resume = %+v before the timeout", pos)
 			}
 			f.clock.advance(30 * time.Second) // 70s since the step started
 			res := f.run(t, pol)
-			if pos := Resume(f.target.Obj, pol, testKey, f.clock.Now()); !pos.TimedOut || pos.Step != "slow" {
+			if pos := (Records{}).Resume(f.target.Obj, pol, testKey, f.clock.Now()); !pos.TimedOut || pos.Step != "slow" {
 				t.Errorf("Resume = %+v after the timeout, want TimedOut at slow", pos)
 			}
 			switch onFailure {
@@ -430,7 +430,7 @@ func TestProgressIsBoundToTheVersion(t *testing.T) {
 		if res := f.run(t, pol); res.State != finalizer.StatePending {
 			t.Fatalf("reaching %s: %s", at, res.State)
 		}
-		if pos := Resume(f.target.Obj, pol, testKey, f.clock.Now()); pos.Step != at {
+		if pos := (Records{}).Resume(f.target.Obj, pol, testKey, f.clock.Now()); pos.Step != at {
 			t.Fatalf("reaching %s: at %+v", at, pos)
 		}
 		rc.takeCalls()
@@ -520,14 +520,14 @@ func TestProgressWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Position{Index: 2, Step: "c", Since: f.clock.Now().Add(-time.Minute)}
-	if diff := cmp.Diff(want, Resume(stored, pol, testKey, f.clock.Now())); diff != "" {
+	if diff := cmp.Diff(want, Records{}.Resume(stored, pol, testKey, f.clock.Now())); diff != "" {
 		t.Errorf("stored position, -want +got:\n%s", diff)
 	}
 	if diff := cmp.Diff([]string{"a", "b", "c", "c"}, rc.takeCalls()); diff != "" {
 		t.Errorf("calls, -want +got:\n%s", diff)
 	}
 	// Under another key (an older key of the policy) nothing is recorded.
-	if pos := Resume(stored, pol, "ns.teardown.dev/old", f.clock.Now()); pos.Index != 0 {
+	if pos := (Records{}).Resume(stored, pol, "ns.teardown.dev/old", f.clock.Now()); pos.Index != 0 {
 		t.Errorf("another key's position = %+v", pos)
 	}
 }
@@ -537,17 +537,17 @@ func TestProgressWrites(t *testing.T) {
 func TestResume(t *testing.T) {
 	obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{UID: "obj-uid", Annotations: map[string]string{StateAnnotation(testKey): `{"step":3}`}}}
 	empty := newPolicy(t, "policy-uid")
-	if diff := cmp.Diff(Position{}, Resume(obj, empty, testKey, time.Now())); diff != "" {
+	if diff := cmp.Diff(Position{}, Records{}.Resume(obj, empty, testKey, time.Now())); diff != "" {
 		t.Errorf("no steps, -want +got:\n%s", diff)
 	}
 	one := newPolicy(t, "policy-uid", teardownv1alpha1.Step{Name: "only", Delete: &teardownv1alpha1.DeleteAction{}})
-	if diff := cmp.Diff(Position{Step: "only"}, Resume(obj, one, testKey, time.Now())); diff != "" {
+	if diff := cmp.Diff(Position{Step: "only"}, Records{}.Resume(obj, one, testKey, time.Now())); diff != "" {
 		t.Errorf("forged, -want +got:\n%s", diff)
 	}
 	// A record from the future counts from now.
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	obj.Annotations[StateAnnotation(testKey)] = `{"object":"obj-uid","policy":"policy-uid","fingerprint":"` + one.Fingerprint + `","step":0,"name":"only","since":"2030-01-01T00:00:00Z"}`
-	if diff := cmp.Diff(Position{Step: "only", Since: now}, Resume(obj, one, testKey, now)); diff != "" {
+	if diff := cmp.Diff(Position{Step: "only", Since: now}, Records{}.Resume(obj, one, testKey, now)); diff != "" {
 		t.Errorf("future since, -want +got:\n%s", diff)
 	}
 	// A record from before the deletion counts from the deletion: a step
@@ -556,20 +556,20 @@ func TestResume(t *testing.T) {
 	deleted := now.Add(-time.Minute)
 	obj.DeletionTimestamp = &metav1.Time{Time: deleted}
 	obj.Annotations[StateAnnotation(testKey)] = `{"object":"obj-uid","policy":"policy-uid","fingerprint":"` + timed.Fingerprint + `","step":0,"name":"only","since":"2020-01-01T00:00:00Z"}`
-	if diff := cmp.Diff(Position{Step: "only", Since: deleted}, Resume(obj, timed, testKey, now)); diff != "" {
+	if diff := cmp.Diff(Position{Step: "only", Since: deleted}, Records{}.Resume(obj, timed, testKey, now)); diff != "" {
 		t.Errorf("since before the deletion, -want +got:\n%s", diff)
 	}
 	// A record written for another object (at CREATE, or restored from a
 	// backup) reads as none.
 	copied := obj.DeepCopy()
 	copied.UID = "another-uid"
-	if diff := cmp.Diff(Position{Step: "only"}, Resume(copied, timed, testKey, now)); diff != "" {
+	if diff := cmp.Diff(Position{Step: "only"}, Records{}.Resume(copied, timed, testKey, now)); diff != "" {
 		t.Errorf("a record of another object, -want +got:\n%s", diff)
 	}
-	if uid, ok := StartedBy(obj, testKey); !ok || uid != "policy-uid" {
+	if uid, ok := (Records{}).StartedBy(obj, testKey); !ok || uid != "policy-uid" {
 		t.Errorf("StartedBy = %q, %v; want policy-uid", uid, ok)
 	}
-	if uid, ok := StartedBy(copied, testKey); ok {
+	if uid, ok := (Records{}).StartedBy(copied, testKey); ok {
 		t.Errorf("StartedBy believed a record of another object: %q", uid)
 	}
 }

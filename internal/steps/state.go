@@ -15,6 +15,7 @@ import (
 
 	"github.com/teardown-dev/teardown/internal/lease"
 	"github.com/teardown-dev/teardown/internal/policy"
+	"github.com/teardown-dev/teardown/internal/recordseal"
 	"github.com/teardown-dev/teardown/pkg/finalizer"
 )
 
@@ -53,6 +54,52 @@ type record struct {
 	Generation int64  `json:"generation,omitempty"`
 	Lease      string `json:"lease,omitempty"`
 	Epoch      int64  `json:"epoch,omitempty"`
+	// Seal proves that the controller wrote the record for this object
+	// under this key (recordseal): the HMAC of the rest, keyed by a key
+	// only the controller holds. A record the previous release wrote, or
+	// this one without keys, has none.
+	Seal string `json:"seal,omitempty"`
+}
+
+// sealed returns rec with its seal under keys (none without keys).
+func (rec record) sealed(keys *recordseal.Keyring, key string) (record, error) {
+	rec.Seal = ""
+	if keys == nil {
+		return rec, nil
+	}
+	text, err := json.Marshal(rec)
+	if err != nil {
+		return record{}, err
+	}
+	rec.Seal = keys.Seal(StateAnnotation(key), string(text))
+	return rec, nil
+}
+
+// Records reads the step records on objects as Keys proves them. A zero
+// Records (no keys) reads every record bound to its object as proven, as
+// readers that hold no key do (tests, tools).
+type Records struct {
+	Keys *recordseal.Keyring
+}
+
+// proven reports whether rec, key's record bound to obj, is the
+// controller's: its seal checks under Keys, or it has none and obj was
+// created before records were sealed (Keyring.Since: the previous
+// release's, or this one's before its keys were made). A record without a
+// seal on a later object, or whose seal does not check (written by
+// someone else, copied from another object or key, or edited), is not.
+func (rs Records) proven(obj metav1.Object, key string, rec record) bool {
+	if rs.Keys == nil {
+		return true
+	}
+	if rec.Seal == "" {
+		created := obj.GetCreationTimestamp().Time
+		return !created.IsZero() && created.Before(rs.Keys.Since())
+	}
+	seal := rec.Seal
+	rec.Seal = ""
+	text, err := json.Marshal(rec)
+	return err == nil && rs.Keys.Verify(seal, StateAnnotation(key), string(text))
 }
 
 // epoch is the leadership that wrote rec.
@@ -88,8 +135,8 @@ type Position struct {
 // forged or garbled), reads as no record: index 0. Nothing in the annotation
 // can make Resume panic or return an index out of range of pol.Steps (Index
 // is 0 when pol has no steps).
-func Resume(obj metav1.Object, pol *policy.Policy, key string, now time.Time) Position {
-	rec, ok := readRecord(obj, pol, key)
+func (rs Records) Resume(obj metav1.Object, pol *policy.Policy, key string, now time.Time) Position {
+	rec, ok := rs.read(obj, pol, key)
 	if !ok {
 		pos := Position{}
 		if len(pol.Steps) > 0 {
@@ -120,8 +167,8 @@ func Resume(obj metav1.Object, pol *policy.Policy, key string, now time.Time) Po
 // itself (whatever version of the policy's steps). A teardown that started
 // under one policy finishes under that policy's steps, whoever owns the key
 // later.
-func StartedBy(obj metav1.Object, key string) (types.UID, bool) {
-	rec, ok := boundRecord(obj, key)
+func (rs Records) StartedBy(obj metav1.Object, key string) (types.UID, bool) {
+	rec, ok := rs.bound(obj, key)
 	if !ok || rec.Policy == "" {
 		return "", false
 	}
@@ -144,11 +191,11 @@ func StartedByEarlierRelease(obj metav1.Object, key string) (types.UID, bool) {
 	return rec.Policy, true
 }
 
-// boundRecord returns key's record on obj when it was written for obj
-// (whatever policy or version wrote it).
-func boundRecord(obj metav1.Object, key string) (record, bool) {
+// bound returns key's record on obj when it was written for obj (whatever
+// policy or version wrote it) and is proven.
+func (rs Records) bound(obj metav1.Object, key string) (record, bool) {
 	rec, ok := parseRecord(obj, key)
-	if !ok || obj.GetUID() == "" || rec.Object != obj.GetUID() {
+	if !ok || obj.GetUID() == "" || rec.Object != obj.GetUID() || !rs.proven(obj, key, rec) {
 		return record{}, false
 	}
 	return rec, true
@@ -168,9 +215,9 @@ func parseRecord(obj metav1.Object, key string) (record, bool) {
 	return rec, true
 }
 
-// readRecord returns key's record on obj when it belongs to pol as it is.
-func readRecord(obj metav1.Object, pol *policy.Policy, key string) (record, bool) {
-	rec, ok := boundRecord(obj, key)
+// read returns key's record on obj when it belongs to pol as it is.
+func (rs Records) read(obj metav1.Object, pol *policy.Policy, key string) (record, bool) {
+	rec, ok := rs.bound(obj, key)
 	if !ok {
 		return record{}, false
 	}

@@ -39,7 +39,7 @@ func TestStartedByEarlierRelease(t *testing.T) {
 				obj.Annotations = map[string]string{StateAnnotation(key): tc.record}
 			}
 			earlier, _ := StartedByEarlierRelease(obj, key)
-			started, _ := StartedBy(obj, key)
+			started, _ := (Records{}).StartedBy(obj, key)
 			if earlier != tc.wantEarlier || started != tc.wantStarted {
 				t.Errorf("StartedByEarlierRelease = %q, StartedBy = %q; want %q, %q", earlier, started, tc.wantEarlier, tc.wantStarted)
 			}

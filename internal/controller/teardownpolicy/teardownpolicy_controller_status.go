@@ -20,7 +20,6 @@ import (
 	"github.com/teardown-dev/teardown/internal/controller/diagnosis"
 	"github.com/teardown-dev/teardown/internal/guarded"
 	"github.com/teardown-dev/teardown/internal/policy"
-	"github.com/teardown-dev/teardown/internal/steps"
 	"github.com/teardown-dev/teardown/pkg/finalizer"
 )
 
@@ -52,7 +51,7 @@ func (r *Reconciler) count(ctx context.Context, s *policy.Served, status *teardo
 					return true
 				}
 				status.Terminating++
-				if b, failure, ok := blockedOn(s.Policy, k.Key, gvk, obj, now); ok {
+				if b, failure, ok := r.blockedOn(s.Policy, k.Key, gvk, obj, now); ok {
 					if r.Diagnoses != nil {
 						b.Diagnosis = r.Diagnoses.Lookup(k.Key, obj.UID)
 						if b.Diagnosis == nil && !r.Diagnoses.Judged(k.Key, obj.UID) {
@@ -131,7 +130,7 @@ func refusedStatus(pol *policy.Policy, objs []policy.RefusedObject) (int32, []te
 // from the progress and step records the cleanup keeps on it, and the
 // failure when its last attempt failed. An object without a record has not
 // been attempted yet, or finished at its first attempt.
-func blockedOn(pol *policy.Policy, key string, gvk schema.GroupVersionKind, obj *metav1.PartialObjectMetadata, now time.Time) (teardownv1alpha1.BlockedObject, *teardownv1alpha1.StepFailure, bool) {
+func (r *Reconciler) blockedOn(pol *policy.Policy, key string, gvk schema.GroupVersionKind, obj *metav1.PartialObjectMetadata, now time.Time) (teardownv1alpha1.BlockedObject, *teardownv1alpha1.StepFailure, bool) {
 	var progress *finalizer.Progress
 	for _, p := range finalizer.ReadProgress(obj) {
 		if p.Finalizer == key {
@@ -148,7 +147,7 @@ func blockedOn(pol *policy.Policy, key string, gvk schema.GroupVersionKind, obj 
 		Message: progress.Message,
 		Since:   *obj.DeletionTimestamp,
 	}
-	pos := steps.Resume(obj, pol, key, now)
+	pos := r.Runner.Records.Resume(obj, pol, key, now)
 	b.Step = pos.Step
 	if !pos.Since.IsZero() {
 		b.Since = metav1.NewTime(pos.Since)
