@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/leaderelection"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
@@ -135,9 +137,16 @@ func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, error) {
 		// controller-runtime would serve on :8080.
 		metricsAddr = "0"
 	}
+	if opts.Controller.RecordKeys == nil && opts.RecordKeysSecret != "" && opts.Controller.ClusterResourceNamespace != "" {
+		keys, err := loadRecordKeys(cfg, scheme, opts.Controller.ClusterResourceNamespace, opts.RecordKeysSecret)
+		if err != nil {
+			return nil, err
+		}
+		opts.Controller.RecordKeys = keys
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
-		Cache:                   CacheOptions(),
+		Cache:                   CacheOptions(opts.Controller.RecordKeys),
 		MapperProvider:          newRESTMapper,
 		Logger:                  opts.Logger,
 		Metrics:                 metricsOptions(metricsAddr, opts),
@@ -164,15 +173,6 @@ func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, error) {
 	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
 		return nil, fmt.Errorf("adding the readiness check: %w", err)
 	}
-	if opts.Controller.RecordKeys == nil && opts.RecordKeysSecret != "" && opts.Controller.ClusterResourceNamespace != "" {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		keys, err := recordseal.Load(ctx, mgr.GetAPIReader(), mgr.GetClient(), opts.Controller.ClusterResourceNamespace, opts.RecordKeysSecret, time.Now)
-		cancel()
-		if err != nil {
-			return nil, err
-		}
-		opts.Controller.RecordKeys = keys
-	}
 	log := mgr.GetLogger().WithName("setup")
 	if opts.Controller.RecordKeys == nil {
 		log.Info("Records are not sealed: only the admission policy teardown-protect-records keeps them the controller's (set --cluster-resource-namespace and --record-keys-secret)")
@@ -183,6 +183,18 @@ func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, error) {
 		return nil, err
 	}
 	return mgr, nil
+}
+
+// loadRecordKeys reads (or makes) the keys that seal records, before the
+// manager's cache exists: its transform needs them.
+func loadRecordKeys(cfg *rest.Config, scheme *runtime.Scheme, namespace, secret string) (*recordseal.Keyring, error) {
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("creating a client for the record keys: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return recordseal.Load(ctx, c, c, namespace, secret, time.Now)
 }
 
 // The metrics endpoint's authentication and authorization ask the API

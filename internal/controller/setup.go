@@ -147,9 +147,10 @@ func NewScheme() (*runtime.Scheme, error) {
 
 // CacheOptions are the manager's cache options the controller is meant to
 // run with: managedFields are dropped from every cached object, and guarded
-// objects' metadata shares what it repeats (cachetransform).
-func CacheOptions() cache.Options {
-	return cache.Options{DefaultTransform: cachetransform.New()}
+// objects' metadata shares what it repeats (cachetransform), attached
+// records included when keys prove them.
+func CacheOptions(keys *recordseal.Keyring) cache.Options {
+	return cache.Options{DefaultTransform: cachetransform.New(steps.Records{Keys: keys}.AttachedProven)}
 }
 
 // Only the in-use webhook's own configuration (config/webhook/inuse; rename
@@ -162,7 +163,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	recorder := mgr.GetEventRecorder(Name)
 	index := policy.NewIndex()
 	records := steps.Records{Keys: opts.RecordKeys}
-	targets := &guarded.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Index: index, StartedBy: records.StartedBy,
+	targets := &guarded.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Index: index, Records: records,
 		StartedByEarlierRelease: steps.StartedByEarlierRelease}
 	if err := targets.SetupWithManager(mgr, opts.TargetWorkers); err != nil {
 		return err

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/teardown-dev/teardown/internal/policy"
+	"github.com/teardown-dev/teardown/internal/steps"
 	"github.com/teardown-dev/teardown/pkg/finalizer"
 )
 
@@ -98,7 +99,7 @@ func TestActor(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			r := &Reconciler{
-				StartedBy:               func(metav1.Object, string) (types.UID, bool) { return tc.started, tc.started != "" },
+				Records:                 testProofs{started: tc.started},
 				StartedByEarlierRelease: func(metav1.Object, string) (types.UID, bool) { return tc.earlier, tc.earlier != "" },
 				PolicyExists: func(_ context.Context, uid types.UID) (bool, error) {
 					for _, u := range tc.exists {
@@ -157,11 +158,23 @@ func TestAttachedByAnother(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			r := &Reconciler{PolicyExists: exists}
+			r := &Reconciler{PolicyExists: exists, Records: testProofs{}}
 			got, err := r.attachedByAnother(context.Background(), tc.obj, key, "self-uid")
 			if err != nil || got != tc.want {
 				t.Errorf("attachedByAnother = %v, %v; want %v", got, err, tc.want)
 			}
 		})
 	}
+}
+
+// testProofs answers StartedBy with started, and reads attached records
+// as a controller without keys does.
+type testProofs struct{ started types.UID }
+
+func (p testProofs) StartedBy(metav1.Object, string) (types.UID, bool) {
+	return p.started, p.started != ""
+}
+
+func (testProofs) AttachedBy(obj metav1.Object, key string) (types.UID, bool) {
+	return steps.Records{}.AttachedBy(obj, key)
 }

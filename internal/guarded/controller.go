@@ -63,10 +63,10 @@ type Reconciler struct {
 	// behind.
 	APIReader client.Reader
 	Index     *policy.Index
-	// StartedBy reads which policy (UID) started the teardown of an object
-	// under a key, from a step record bound to the object
-	// (steps.StartedBy).
-	StartedBy func(obj metav1.Object, key string) (types.UID, bool)
+	// Records reads which policy started the teardown of an object under
+	// a key, or attached the key, from records bound to the object that
+	// the controller's keys prove (steps.Records).
+	Records Proofs
 	// StartedByEarlierRelease reads the policy (UID) a step record of an
 	// earlier release names, one not bound to any object
 	// (steps.StartedByEarlierRelease); it counts only on objects created
@@ -492,7 +492,18 @@ func Owns(s *policy.Served, k policy.ServedKey, gvk schema.GroupVersionKind, obj
 // record), else the one that attached the key (attached record); "" when
 // no record does.
 func (r *Reconciler) provenBy(obj metav1.Object, key string) types.UID {
-	return ProvenBy(obj, key, r.StartedBy)
+	return ProvenBy(obj, key, r.Records)
+}
+
+// Proofs reads the records that say which policy guarded an object under
+// a key, as far as they are proven to be the controller's (steps.Records).
+type Proofs interface {
+	// StartedBy is the policy whose teardown of obj started under key
+	// (the step record).
+	StartedBy(obj metav1.Object, key string) (types.UID, bool)
+	// AttachedBy is the policy that attached key to obj (the attached
+	// record).
+	AttachedBy(obj metav1.Object, key string) (types.UID, bool)
 }
 
 // earlierReleaseBy returns the UID of the policy an earlier release's step
@@ -519,24 +530,28 @@ func (r *Reconciler) owns(s *policy.Served, k policy.ServedKey, gvk schema.Group
 }
 
 // attachedByAnother reports whether key's attached record on obj is bound
-// to it and names a policy other than self that exists.
+// to it, proven (Records), and names a policy other than self that exists.
 func (r *Reconciler) attachedByAnother(ctx context.Context, obj metav1.Object, key string, self types.UID) (bool, error) {
-	by, ok := finalizer.AttachedBy(obj, key)
-	if !ok || by == "" || types.UID(by) == self || r.PolicyExists == nil {
+	if r.Records == nil || r.PolicyExists == nil {
 		return false, nil
 	}
-	return r.PolicyExists(ctx, types.UID(by))
+	by, ok := r.Records.AttachedBy(obj, key)
+	if !ok || by == "" || by == self {
+		return false, nil
+	}
+	return r.PolicyExists(ctx, by)
 }
 
-// ProvenBy is provenBy for callers with their own StartedBy.
-func ProvenBy(obj metav1.Object, key string, startedBy func(metav1.Object, string) (types.UID, bool)) types.UID {
-	if startedBy != nil {
-		if uid, ok := startedBy(obj, key); ok {
-			return uid
-		}
+// ProvenBy is provenBy for callers with their own Proofs (nil: none).
+func ProvenBy(obj metav1.Object, key string, proofs Proofs) types.UID {
+	if proofs == nil {
+		return ""
 	}
-	if by, ok := finalizer.AttachedBy(obj, key); ok {
-		return types.UID(by)
+	if uid, ok := proofs.StartedBy(obj, key); ok {
+		return uid
+	}
+	if by, ok := proofs.AttachedBy(obj, key); ok {
+		return by
 	}
 	return ""
 }

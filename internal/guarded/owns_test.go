@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/teardown-dev/teardown/internal/policy"
 	"github.com/teardown-dev/teardown/pkg/finalizer"
@@ -68,13 +67,11 @@ func TestOwns(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			startedBy := func(metav1.Object, string) (types.UID, bool) {
-				if tc.started {
-					return pol.UID, true
-				}
-				return "", false
+			proofs := testProofs{}
+			if tc.started {
+				proofs.started = pol.UID
 			}
-			if got := Owns(s, tc.key, tc.gvk, tc.obj, nil, ProvenBy(tc.obj, tc.key.Key, startedBy)); got != tc.want {
+			if got := Owns(s, tc.key, tc.gvk, tc.obj, nil, ProvenBy(tc.obj, tc.key.Key, proofs)); got != tc.want {
 				t.Errorf("Owns = %v, want %v", got, tc.want)
 			}
 		})

@@ -75,13 +75,6 @@ func (rec record) sealed(keys *recordseal.Keyring, key string) (record, error) {
 	return rec, nil
 }
 
-// Records reads the step records on objects as Keys proves them. A zero
-// Records (no keys) reads every record bound to its object as proven, as
-// readers that hold no key do (tests, tools).
-type Records struct {
-	Keys *recordseal.Keyring
-}
-
 // proven reports whether rec, key's record bound to obj, is the
 // controller's: its seal checks under Keys, or it has none and obj was
 // created before records were sealed (Keyring.Since: the previous
@@ -93,8 +86,7 @@ func (rs Records) proven(obj metav1.Object, key string, rec record) bool {
 		return true
 	}
 	if rec.Seal == "" {
-		created := obj.GetCreationTimestamp().Time
-		return !created.IsZero() && created.Before(rs.Keys.Since())
+		return rs.olderThanKeys(obj)
 	}
 	seal := rec.Seal
 	rec.Seal = ""

@@ -54,8 +54,9 @@ type Finalizers struct {
 	recorder events.EventRecorder
 	now      func() time.Time
 	entries  []*entry
-	// by names who attaches, in the attached records (WithAttachedBy).
-	by string
+	// attacher names who attaches, in the attached records
+	// (WithAttachedBy), and seals them (WithAttachedSealer).
+	attacher attacher
 	// guard binds removals and progress records to the object as read
 	// (WithGuard); nil tests only the finalizer list.
 	guard Guard
@@ -106,7 +107,15 @@ func WithEventRecorder(r events.EventRecorder) Option {
 // several owners (one per policy, say) that must tell the objects each
 // attached apart (AttachedBy). A key selected by this owner that another
 // attached is bound to this one when it attaches.
-func WithAttachedBy(by string) Option { return func(f *Finalizers) { f.by = by } }
+func WithAttachedBy(by string) Option { return func(f *Finalizers) { f.attacher.by = by } }
+
+// WithAttachedSealer seals the attached records these Finalizers write
+// ("<object UID>/<by>#<seal>"), and counts a record as this owner's only
+// when its seal checks: one without (written by anyone who may patch the
+// object, or by an earlier version) is bound again, sealed, when the key is
+// selected. The controller that reads the records checks the seal itself
+// (AttachedRecord.SealChecks).
+func WithAttachedSealer(s Sealer) Option { return func(f *Finalizers) { f.attacher.sealer = s } }
 
 // WithClock replaces time.Now, for tests.
 func WithClock(now func() time.Time) Option {
@@ -211,7 +220,7 @@ func (f *Finalizers) Reconcile(ctx context.Context, obj client.Object) (Outcome,
 		return Outcome{}, errors.New("no finalizer registered")
 	}
 	if obj.GetDeletionTimestamp() == nil {
-		added, err := add(ctx, f.client, obj, f.automaticMissing(obj), &f.by)
+		added, err := add(ctx, f.client, obj, f.automaticMissing(obj), &f.attacher)
 		switch {
 		case errors.Is(err, ErrBeingDeleted):
 			// Deleted between our read and our write: what we never guarded
@@ -224,7 +233,7 @@ func (f *Finalizers) Reconcile(ctx context.Context, obj client.Object) (Outcome,
 			return Outcome{Added: added}, nil
 		}
 		if obj.GetDeletionTimestamp() == nil {
-			if err := bindAttached(ctx, f.client, obj, f.unboundAutomatic(obj), f.by); err != nil {
+			if err := bindAttached(ctx, f.client, obj, f.unboundAutomatic(obj), f.attacher); err != nil {
 				return Outcome{}, err
 			}
 			return Outcome{Proceed: true}, nil
@@ -243,7 +252,8 @@ func (f *Finalizers) unboundAutomatic(obj client.Object) []string {
 		if e.attach != AttachAutomatic || !slices.Contains(obj.GetFinalizers(), e.name) || !MarkedAttached(obj, e.name) {
 			continue
 		}
-		if by, bound := AttachedBy(obj, e.name); !bound || by != f.by {
+		rec, bound := ReadAttached(obj, e.name)
+		if !bound || rec.By != f.attacher.by || f.attacher.sealer != nil && !rec.SealChecks(f.attacher.sealer, AttachedAnnotation(e.name), string(obj.GetUID())) {
 			names = append(names, e.name)
 		}
 	}

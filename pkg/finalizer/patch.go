@@ -45,7 +45,7 @@ type jsonPatchOp struct {
 // patch fail instead of being overwritten. With marked, the same patch
 // records each name's attached annotation, so no object ever carries a
 // finalizer we attached without the record saying so.
-func addPatch(obj client.Object, names []string, by *string) ([]byte, error) {
+func addPatch(obj client.Object, names []string, by *attacher) ([]byte, error) {
 	ops := uidTest(obj)
 	if by != nil {
 		ops = append(ops, attachedOps(obj, names, *by)...)
@@ -95,29 +95,33 @@ func builtIn(obj client.Object) bool {
 	return gvk.Kind != "" && clientgoscheme.Scheme.Recognizes(gvk)
 }
 
+// attacher is who attaches keys, named in their attached records, and
+// what seals those records (nil: not sealed).
+type attacher struct {
+	by     string
+	sealer Sealer
+}
+
 // attachedOps set the attached annotation of each name. An absent
 // annotation map is tested absent and created whole; a present one gets
 // members added (add replaces a member that exists).
-func attachedOps(obj client.Object, names []string, by string) []jsonPatchOp {
+func attachedOps(obj client.Object, names []string, by attacher) []jsonPatchOp {
 	// The record is bound to this object: its value is the UID, which the
-	// patch's uid test pins, and who attached it.
-	attachedValue := string(obj.GetUID())
-	if by != "" {
-		attachedValue += "/" + by
-	}
+	// patch's uid test pins, who attached it, and its seal.
+	value := func(n string) string { return AttachedValue(n, string(obj.GetUID()), by.by, by.sealer) }
 	if obj.GetAnnotations() == nil {
-		value := map[string]string{}
+		annotations := map[string]string{}
 		for _, n := range names {
-			value[AttachedAnnotation(n)] = attachedValue
+			annotations[AttachedAnnotation(n)] = value(n)
 		}
 		return []jsonPatchOp{
 			{Op: "test", Path: "/metadata/annotations", Value: nil},
-			{Op: "add", Path: "/metadata/annotations", Value: value},
+			{Op: "add", Path: "/metadata/annotations", Value: annotations},
 		}
 	}
 	var ops []jsonPatchOp
 	for _, n := range names {
-		ops = append(ops, jsonPatchOp{Op: "add", Path: "/metadata/annotations/" + escapePointer(AttachedAnnotation(n)), Value: attachedValue})
+		ops = append(ops, jsonPatchOp{Op: "add", Path: "/metadata/annotations/" + escapePointer(AttachedAnnotation(n)), Value: value(n)})
 	}
 	return ops
 }
@@ -158,8 +162,8 @@ func Add(ctx context.Context, c Client, obj client.Object, names ...string) ([]s
 }
 
 // add is Add that, with by set, also records the attached annotations
-// (naming *by, when not empty, as who attached).
-func add(ctx context.Context, c Client, obj client.Object, names []string, by *string) ([]string, error) {
+// (naming by.by, when not empty, as who attached, sealed by by.sealer).
+func add(ctx context.Context, c Client, obj client.Object, names []string, by *attacher) ([]string, error) {
 	if err := checkObject(obj); err != nil {
 		return nil, err
 	}
@@ -213,7 +217,7 @@ func add(ctx context.Context, c Client, obj client.Object, names []string, by *s
 // bindAttached rewrites the attached records of names on obj, which carries
 // them unbound, to obj's UID. The caller selects obj, so the keys are its
 // to guard whatever wrote the record; the uid test pins the object.
-func bindAttached(ctx context.Context, c Client, obj client.Object, names []string, by string) error {
+func bindAttached(ctx context.Context, c Client, obj client.Object, names []string, by attacher) error {
 	if len(names) == 0 || obj.GetUID() == "" {
 		return nil
 	}

@@ -40,7 +40,7 @@ func TestPatches(t *testing.T) {
 		},
 		"add with the attached record, no annotations": {
 			reason: "an absent annotation map is tested as null and created with the record, in the same patch",
-			build:  func() ([]byte, error) { return addPatch(obj("u1"), []string{"a.io/x"}, new(string)) },
+			build:  func() ([]byte, error) { return addPatch(obj("u1"), []string{"a.io/x"}, &attacher{}) },
 			want:   `[{"op":"test","path":"/metadata/uid","value":"u1"},{"op":"test","path":"/metadata/annotations","value":null},{"op":"add","path":"/metadata/annotations","value":{"attached.finalizer.teardown.dev/a.io_x":"u1"}},{"op":"test","path":"/metadata/finalizers","value":null},{"op":"add","path":"/metadata/finalizers","value":["a.io/x"]}]`,
 		},
 		"add with the attached record, annotations present": {
@@ -48,10 +48,16 @@ func TestPatches(t *testing.T) {
 			build: func() ([]byte, error) {
 				o := obj("u1")
 				o.Annotations = map[string]string{"other": "x"}
-				by := "policy-uid"
-				return addPatch(o, []string{"a.io/x"}, &by)
+				return addPatch(o, []string{"a.io/x"}, &attacher{by: "policy-uid"})
 			},
 			want: `[{"op":"test","path":"/metadata/uid","value":"u1"},{"op":"add","path":"/metadata/annotations/attached.finalizer.teardown.dev~1a.io_x","value":"u1/policy-uid"},{"op":"test","path":"/metadata/finalizers","value":null},{"op":"add","path":"/metadata/finalizers","value":["a.io/x"]}]`,
+		},
+		"add with a sealed attached record": {
+			reason: "a sealer's seal follows who attached it, after '#', over the annotation, the UID and who attached it",
+			build: func() ([]byte, error) {
+				return addPatch(obj("u1"), []string{"a.io/x"}, &attacher{by: "policy-uid", sealer: joinSealer{}})
+			},
+			want: `[{"op":"test","path":"/metadata/uid","value":"u1"},{"op":"test","path":"/metadata/annotations","value":null},{"op":"add","path":"/metadata/annotations","value":{"attached.finalizer.teardown.dev/a.io_x":"u1/policy-uid#attached.finalizer.teardown.dev/a.io_x+u1+policy-uid"}},{"op":"test","path":"/metadata/finalizers","value":null},{"op":"add","path":"/metadata/finalizers","value":["a.io/x"]}]`,
 		},
 		"remove by index": {
 			reason: "the entry at the index is tested before it is removed",
@@ -182,3 +188,10 @@ func TestProgressPatchTruncatesAndRoundTrips(t *testing.T) {
 		t.Errorf("-want +got:\n%s", diff)
 	}
 }
+
+// joinSealer seals with its parts joined, to show what a seal covers.
+type joinSealer struct{}
+
+func (joinSealer) Seal(parts ...string) string { return strings.Join(parts, "+") }
+
+func (joinSealer) Verify(seal string, parts ...string) bool { return seal == strings.Join(parts, "+") }

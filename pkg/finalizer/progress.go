@@ -176,3 +176,27 @@ func progressJSONPatch(obj client.Object, p Progress, tests []Test) ([]byte, err
 func ShareAttached(obj metav1.Object) {
 	record.ShareAttached(obj)
 }
+
+// Sealer seals and checks attached records (WithAttachedSealer).
+type Sealer = record.Sealer
+
+// AttachedRecord is an attached record bound to its object, as read.
+type AttachedRecord = record.AttachedRecord
+
+// ReadAttached returns finalizer's attached record on obj when it is bound
+// to obj (or shared by a cache), sealed or not.
+func ReadAttached(obj metav1.Object, finalizer string) (AttachedRecord, bool) {
+	return record.ReadAttached(obj, finalizer)
+}
+
+// AttachedValue returns the attached record of finalizer bound to the
+// object of uid and naming by, sealed by s (nil: not sealed).
+func AttachedValue(finalizer, uid, by string, s Sealer) string {
+	return record.AttachedValue(finalizer, uid, by, s)
+}
+
+// ShareAttachedProven is ShareAttached for a cache whose reader checks
+// seals: only the records proven says are its own are shared.
+func ShareAttachedProven(obj metav1.Object, proven func(annotation string, rec AttachedRecord) bool) {
+	record.ShareAttachedProven(obj, proven)
+}

@@ -26,9 +26,14 @@ import (
 // metadata-only objects they are often most of the bytes), and
 // metadata-only objects share what they repeat (sharedMetadata.compact).
 // Each call has a table of its own.
-func New() toolscache.TransformFunc {
+//
+// proven says which attached records are the controller's (steps.Records:
+// their seal checks); only those are shared, and a shared one reads as
+// proven. nil shares every record bound to its object.
+func New(proven func(obj metav1.Object, annotation string, rec record.AttachedRecord) bool) toolscache.TransformFunc {
 	strip := cache.TransformStripManagedFields()
 	shared := newSharedMetadata(maxSharedEntries)
+	shared.proven = proven
 	return func(in any) (any, error) {
 		out, err := strip(in)
 		if obj, ok := out.(*metav1.PartialObjectMetadata); ok && err == nil {
@@ -60,6 +65,8 @@ const (
 // hand-written because the unique package interns comparable values only,
 // and maps and slices are not.
 type sharedMetadata struct {
+	// proven says which attached records may be shared (New).
+	proven  func(obj metav1.Object, annotation string, rec record.AttachedRecord) bool
 	mu      sync.Mutex
 	seed    maphash.Seed
 	limit   int
@@ -88,12 +95,16 @@ func (s *sharedMetadata) reset() {
 // or empty: the attach patch tests that.
 //
 // Attached records bound to the object hold its UID, which would give every
-// guarded object an annotation map of its own: record.ShareAttached puts one
-// value per policy in their place, which the controller's readers of the
-// record (record.AttachedBy) read as bound and nobody can forge.
+// guarded object an annotation map of its own: record.ShareAttachedProven
+// puts one value per policy in place of those proven the controller's,
+// which its readers of the record read as proven and nobody can forge.
 func (s *sharedMetadata) compact(obj *metav1.PartialObjectMetadata) {
 	delete(obj.Annotations, corev1.LastAppliedConfigAnnotation)
-	record.ShareAttached(obj)
+	if s.proven == nil {
+		record.ShareAttached(obj)
+	} else {
+		record.ShareAttachedProven(obj, func(annotation string, rec record.AttachedRecord) bool { return s.proven(obj, annotation, rec) })
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.strings)+len(s.maps)+len(s.lists) > s.limit {

@@ -101,7 +101,7 @@ func TestCacheTransform(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, err := New()(tc.in())
+			got, err := New(nil)(tc.in())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -170,7 +170,7 @@ func TestCacheTransformShares(t *testing.T) {
 // the shared value's text shares nothing and proves nothing.
 func TestCacheTransformSharesBoundRecords(t *testing.T) {
 	const key = "shop.teardown.dev/dns"
-	transform := New()
+	transform := New(nil)
 	read := func(i int, value func(uid string) string) *metav1.PartialObjectMetadata {
 		uid := fmt.Sprintf("0b5c6f0e-1111-4a2b-9c3d-%012d", i)
 		out, err := transform(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{

@@ -50,7 +50,7 @@ func TestEachCachedWalksWhatListReturns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := cache.New(adminCfg, cache.Options{Scheme: scheme, DefaultTransform: cachetransform.New()})
+	c, err := cache.New(adminCfg, cache.Options{Scheme: scheme, DefaultTransform: cachetransform.New(nil)})
 	if err != nil {
 		t.Fatal(err)
 	}

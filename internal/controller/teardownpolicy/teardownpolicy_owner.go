@@ -151,7 +151,7 @@ func (r *Reconciler) checkForeignKey(ctx context.Context, pol *policy.Policy) (m
 				refused = &cond
 				return false
 			}
-			if !guarded.Owns(served, served.Keys[0], gvk, obj, nsLabels, guarded.ProvenBy(obj, pol.Key, r.Runner.Records.StartedBy)) {
+			if !guarded.Owns(served, served.Keys[0], gvk, obj, nsLabels, guarded.ProvenBy(obj, pol.Key, r.Runner.Records)) {
 				cond := notReady(teardownv1alpha1.FinalizerConflictReason,
 					"finalizer %s is on %s %s, which this policy does not select and Teardown did not put there: another controller or a manifest uses this key; choose another",
 					pol.Key, gvk.Kind, klog.KObj(obj))

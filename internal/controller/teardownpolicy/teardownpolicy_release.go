@@ -208,7 +208,7 @@ func (r *Reconciler) terminatingNamespaces() func(context.Context, string) bool 
 // attached or started is then owned.
 func (r *Reconciler) owns(ctx context.Context, s *policy.Served, k policy.ServedKey, gvk schema.GroupVersionKind, o *metav1.PartialObjectMetadata) bool {
 	nsLabels, _ := r.nsLabelsFor(ctx, s.Policy, o)
-	return guarded.Owns(s, k, gvk, o, nsLabels, guarded.ProvenBy(o, k.Key, r.Runner.Records.StartedBy))
+	return guarded.Owns(s, k, gvk, o, nsLabels, guarded.ProvenBy(o, k.Key, r.Runner.Records))
 }
 
 func isNoMatch(err error) bool { return meta.IsNoMatchError(err) }

@@ -380,7 +380,7 @@ func (r *Reconciler) finalizersFor(pol *policy.Policy, key string, attach finali
 	// attached is never another's to clean up. Removals and progress
 	// records test the step record they were decided on (steps.Guard).
 	fin := finalizer.New(finalizer.ForClient(r.client, r.reader), finalizer.WithEventRecorder(r.Recorder),
-		finalizer.WithAttachedBy(string(pol.UID)), finalizer.WithGuard(r.Runner.Guard(pol)))
+		finalizer.WithAttachedBy(string(pol.UID)), finalizer.WithAttachedSealer(r.Runner.Records.Sealer()), finalizer.WithGuard(r.Runner.Guard(pol)))
 	opts := []finalizer.RegisterOption{finalizer.WithAttach(attach), finalizer.WithAttemptTimeout(r.AttemptTimeout)}
 	if pol.Deadline > 0 {
 		expiry := finalizer.ExpiryBlock

@@ -49,6 +49,15 @@ const maxSharedAttachers = 4096
 // is not the record the API server holds. Writes build their records from
 // the object's UID (the removal patch removes the record by key).
 func ShareAttached(obj metav1.Object) {
+	ShareAttachedProven(obj, nil)
+}
+
+// ShareAttachedProven is ShareAttached for a cache whose reader checks
+// seals (Sealer): only the records proven says are its own are shared
+// (proven nil: every bound record), the others stay as they are, and a
+// shared value reads as proven (AttachedRecord.Shared). proven gets the
+// record's annotation key.
+func ShareAttachedProven(obj metav1.Object, proven func(annotation string, rec AttachedRecord) bool) {
 	annotations := obj.GetAnnotations()
 	for k, v := range annotations {
 		if !strings.HasPrefix(k, AttachedAnnotationPrefix) {
@@ -58,8 +67,11 @@ func ShareAttached(obj metav1.Object) {
 			// Shared already: client-go asks transforms to be idempotent.
 			continue
 		}
-		if by, bound := boundBy(v, string(obj.GetUID())); bound {
-			if shared, ok := sharedAttached.value(by); ok {
+		if rec, bound := readBound(v, string(obj.GetUID())); bound {
+			if proven != nil && !proven(k, rec) {
+				continue
+			}
+			if shared, ok := sharedAttached.value(rec.By); ok {
 				annotations[k] = shared
 			}
 		} else if strings.HasPrefix(v, sharedBound) {
@@ -69,18 +81,11 @@ func ShareAttached(obj metav1.Object) {
 }
 
 // boundBy reads a record's value as AttachedBy reads it from the API
-// server: bound when it is uid, or uid, "/" and who attached it.
+// server: bound when it is uid, or uid, "/" and who attached it (a seal
+// after it, readBound, is not checked here).
 func boundBy(v, uid string) (string, bool) {
-	if uid == "" || len(v) > maxAttachedValue {
-		return "", false
-	}
-	if v == uid {
-		return "", true
-	}
-	if len(v) > len(uid) && v[len(uid)] == '/' && strings.HasPrefix(v, uid) {
-		return v[len(uid)+1:], true
-	}
-	return "", false
+	rec, ok := readBound(v, uid)
+	return rec.By, ok
 }
 
 // sharedValues holds the one shared value per attacher: read without a
