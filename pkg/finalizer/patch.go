@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -102,26 +103,34 @@ type attacher struct {
 	sealer Sealer
 }
 
-// attachedOps set the attached annotation of each name. An absent
-// annotation map is tested absent and created whole; a present one gets
-// members added (add replaces a member that exists).
+// attachedOps set the attached annotation of each name, and its seal
+// annotation when by has a sealer. An absent annotation map is tested
+// absent and created whole; a present one gets members added (add
+// replaces a member that exists).
 func attachedOps(obj client.Object, names []string, by attacher) []jsonPatchOp {
 	// The record is bound to this object: its value is the UID, which the
-	// patch's uid test pins, who attached it, and its seal.
-	value := func(n string) string { return AttachedValue(n, string(obj.GetUID()), by.by, by.sealer) }
-	if obj.GetAnnotations() == nil {
-		annotations := map[string]string{}
-		for _, n := range names {
-			annotations[AttachedAnnotation(n)] = value(n)
+	// patch's uid test pins, and who attached it.
+	uid := string(obj.GetUID())
+	value := uid
+	if by.by != "" {
+		value += "/" + by.by
+	}
+	records := map[string]string{}
+	for _, n := range names {
+		records[AttachedAnnotation(n)] = value
+		if by.sealer != nil {
+			records[SealAnnotation(n)] = record.AttachedSeal(n, uid, by.by, by.sealer)
 		}
+	}
+	if obj.GetAnnotations() == nil {
 		return []jsonPatchOp{
 			{Op: "test", Path: "/metadata/annotations", Value: nil},
-			{Op: "add", Path: "/metadata/annotations", Value: annotations},
+			{Op: "add", Path: "/metadata/annotations", Value: records},
 		}
 	}
 	var ops []jsonPatchOp
-	for _, n := range names {
-		ops = append(ops, jsonPatchOp{Op: "add", Path: "/metadata/annotations/" + escapePointer(AttachedAnnotation(n)), Value: value(n)})
+	for _, k := range slices.Sorted(maps.Keys(records)) {
+		ops = append(ops, jsonPatchOp{Op: "add", Path: "/metadata/annotations/" + escapePointer(k), Value: records[k]})
 	}
 	return ops
 }

@@ -53,11 +53,11 @@ func TestPatches(t *testing.T) {
 			want: `[{"op":"test","path":"/metadata/uid","value":"u1"},{"op":"add","path":"/metadata/annotations/attached.finalizer.teardown.dev~1a.io_x","value":"u1/policy-uid"},{"op":"test","path":"/metadata/finalizers","value":null},{"op":"add","path":"/metadata/finalizers","value":["a.io/x"]}]`,
 		},
 		"add with a sealed attached record": {
-			reason: "a sealer's seal follows who attached it, after '#', over the annotation, the UID and who attached it",
+			reason: "a sealer's seal goes in an annotation of its own beside the record (an earlier release reads the record as before), over the record's annotation, the UID and who attached it",
 			build: func() ([]byte, error) {
 				return addPatch(obj("u1"), []string{"a.io/x"}, &attacher{by: "policy-uid", sealer: joinSealer{}})
 			},
-			want: `[{"op":"test","path":"/metadata/uid","value":"u1"},{"op":"test","path":"/metadata/annotations","value":null},{"op":"add","path":"/metadata/annotations","value":{"attached.finalizer.teardown.dev/a.io_x":"u1/policy-uid#attached.finalizer.teardown.dev/a.io_x+u1+policy-uid"}},{"op":"test","path":"/metadata/finalizers","value":null},{"op":"add","path":"/metadata/finalizers","value":["a.io/x"]}]`,
+			want: `[{"op":"test","path":"/metadata/uid","value":"u1"},{"op":"test","path":"/metadata/annotations","value":null},{"op":"add","path":"/metadata/annotations","value":{"attached.finalizer.teardown.dev/a.io_x":"u1/policy-uid","seal.finalizer.teardown.dev/a.io_x":"attached.finalizer.teardown.dev/a.io_x+u1+policy-uid"}},{"op":"test","path":"/metadata/finalizers","value":null},{"op":"add","path":"/metadata/finalizers","value":["a.io/x"]}]`,
 		},
 		"remove by index": {
 			reason: "the entry at the index is tested before it is removed",
@@ -71,7 +71,7 @@ func TestPatches(t *testing.T) {
 				o.Annotations = map[string]string{AttachedAnnotation("a.io/x"): "true", "other": "y"}
 				return remove(o, 0, "a.io/x")
 			},
-			want: `[{"op":"test","path":"/metadata/uid","value":"u1"},{"op":"test","path":"/metadata/deletionTimestamp","value":null},{"op":"test","path":"/metadata/finalizers/0","value":"a.io/x"},{"op":"remove","path":"/metadata/finalizers/0","value":null},{"op":"remove","path":"/metadata/annotations/attached.finalizer.teardown.dev~1a.io_x","value":null}]`,
+			want: `[{"op":"test","path":"/metadata/uid","value":"u1"},{"op":"test","path":"/metadata/deletionTimestamp","value":null},{"op":"test","path":"/metadata/finalizers/0","value":"a.io/x"},{"op":"remove","path":"/metadata/finalizers/0","value":null},{"op":"remove","path":"/metadata/annotations/attached.finalizer.teardown.dev~1a.io_x","value":null},{"op":"add","path":"/metadata/annotations/seal.finalizer.teardown.dev~1a.io_x","value":""},{"op":"remove","path":"/metadata/annotations/seal.finalizer.teardown.dev~1a.io_x","value":null}]`,
 		},
 		"remove from an object being deleted": {
 			reason: "deletionTimestamp cannot be unset, so there is nothing to test",
@@ -91,7 +91,7 @@ func TestPatches(t *testing.T) {
 				o.Annotations = map[string]string{AttachedAnnotation("a.io/x"): "u1/p"}
 				return remove(o, 1, "a.io/x")
 			},
-			want: `{"metadata":{"$deleteFromPrimitiveList/finalizers":["a.io/x"],"annotations":{"attached.finalizer.teardown.dev/a.io_x":null},"resourceVersion":"42","uid":"u1"}}`,
+			want: `{"metadata":{"$deleteFromPrimitiveList/finalizers":["a.io/x"],"annotations":{"attached.finalizer.teardown.dev/a.io_x":null,"seal.finalizer.teardown.dev/a.io_x":null},"resourceVersion":"42","uid":"u1"}}`,
 		},
 		"remove from a built-in kind not being deleted": {
 			reason: "a merge patch cannot test deletionTimestamp null: the JSON patch",

@@ -189,10 +189,10 @@ func ReadAttached(obj metav1.Object, finalizer string) (AttachedRecord, bool) {
 	return record.ReadAttached(obj, finalizer)
 }
 
-// AttachedValue returns the attached record of finalizer bound to the
-// object of uid and naming by, sealed by s (nil: not sealed).
-func AttachedValue(finalizer, uid, by string, s Sealer) string {
-	return record.AttachedValue(finalizer, uid, by, s)
+// SealAnnotation returns the key of the annotation holding the seal of
+// finalizer's attached record (WithAttachedSealer).
+func SealAnnotation(finalizer string) string {
+	return record.SealAnnotation(finalizer)
 }
 
 // ShareAttachedProven is ShareAttached for a cache whose reader checks

@@ -28,15 +28,21 @@ import (
 
 // previousReleases are the commits whose controllers the upgrade test
 // replaces (and rolls back to). The project has no tagged release yet, so
-// these are the two record formats this release must finish teardowns of:
+// these are the record formats this release must finish teardowns of:
 // main before step records were bound to their object's UID (issue 16),
-// and main before they carried the writer's epoch and the policy's
-// generation, with every write behind the Lease (issue 27). UPGRADING.md
+// main before they carried the writer's epoch and the policy's generation,
+// with every write behind the Lease (issue 27), and main before records
+// were sealed (issue 27). UPGRADING.md
 // names them. TEARDOWN_PREVIOUS_CONTROLLER_BIN runs one binary built
 // elsewhere instead of both.
-var previousReleases = []struct{ name, commit string }{
-	{"records not bound to their object", "f12370f81b6916522478fc3154c78c4306f4175d"},
-	{"records without epoch", "37634af74cc885c3693f017ecd3138616db2bee8"},
+var previousReleases = []struct {
+	name, commit string
+	// boundSince: it sets status.boundRecordsSince itself.
+	boundSince bool
+}{
+	{"records not bound to their object", "f12370f81b6916522478fc3154c78c4306f4175d", false},
+	{"records without epoch", "37634af74cc885c3693f017ecd3138616db2bee8", false},
+	{"records without seals", "7455199fec425218f996b3e1e2b89b60b3b69108", true},
 }
 
 // previousController returns the controller of commit, built from the
@@ -84,14 +90,26 @@ func TestUpgradeMidTeardown(t *testing.T) {
 	for _, prev := range previousReleases {
 		t.Run(prev.name, func(t *testing.T) {
 			bin := previousController(t, prev.commit)
-			t.Run("upgrade", func(t *testing.T) { upgradeScenario(t, bin, "") })
-			t.Run("rollback", func(t *testing.T) { upgradeScenario(t, "", bin) })
+			t.Run("upgrade", func(t *testing.T) { upgradeScenario(t, bin, "", prev.boundSince) })
+			t.Run("rollback", func(t *testing.T) { upgradeScenario(t, "", bin, prev.boundSince) })
 		})
 	}
 }
 
-func upgradeScenario(t *testing.T, fromBin, toBin string) {
+// upgradeScenario runs the switch from fromBin to toBin ("": this tree's);
+// boundSince says the previous release sets status.boundRecordsSince.
+func upgradeScenario(t *testing.T, fromBin, toBin string, boundSince bool) {
 	ns := newNamespace(t)
+	// This tree's controller seals its records with keys of a namespace
+	// of its own (as installed, its own namespace); the previous
+	// release's knows no such flag.
+	keysNS := newNamespace(t)
+	args := func(bin string) []string {
+		if bin != "" {
+			return nil
+		}
+		return []string{"--cluster-resource-namespace=" + keysNS}
+	}
 	var mu sync.Mutex
 	open := map[string]bool{} // "<object>/<step>" answers Success
 	hook := newCleanupServer(t, func(req webhookRequest) answer {
@@ -117,7 +135,7 @@ func upgradeScenario(t *testing.T, fromBin, toBin string) {
 		Spec: teardownv1alpha1.TeardownPolicySpec{Finalizer: editedKey, Targets: []teardownv1alpha1.Target{configMapTarget(labels("app", "db"))},
 			Steps: []teardownv1alpha1.Step{hook.step("a"), hook.step("b")}}}
 
-	before := newControllerOf(t, fromBin, "before", "")
+	before := newControllerOf(t, fromBin, "before", "", args(fromBin)...)
 	if err := before.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -166,15 +184,15 @@ func upgradeScenario(t *testing.T, fromBin, toBin string) {
 		t.Fatal(err)
 	}
 	switched := time.Now()
-	after := newControllerOf(t, toBin, "after", "")
+	after := newControllerOf(t, toBin, "after", "", args(toBin)...)
 	if err := after.Start(); err != nil {
 		t.Fatal(err)
 	}
 	deleteNow(t, objs["live"])
-	// status.boundRecordsSince: from the policy's creation when this
-	// release served it first (the rollback's first controller), so that no
-	// unbound record of an object created after counts; from this release's
-	// first serving when an earlier release served it before.
+	// status.boundRecordsSince: from the policy's creation when a release
+	// that sets it served it first (the rollback's first controller), so
+	// that no unbound record of an object created after counts; from this
+	// release's first serving when an earlier release served it before.
 	for _, p := range []*teardownv1alpha1.TeardownPolicy{pol, edited} {
 		testenv.Eventually(t, 30*time.Second, p.Name+"'s boundRecordsSince", func(ctx context.Context) (bool, error) {
 			got := &teardownv1alpha1.TeardownPolicy{}
@@ -186,7 +204,7 @@ func upgradeScenario(t *testing.T, fromBin, toBin string) {
 				return false, nil
 			}
 			created := got.CreationTimestamp.Time
-			if fromBin == "" && !since.Time.Equal(created) || fromBin != "" && !since.Time.After(created) {
+			if first := fromBin == "" || boundSince; first && !since.Time.Equal(created) || !first && !since.Time.After(created) {
 				t.Fatalf("%s: boundRecordsSince %v, created %v (first controller %q)", p.Name, since.Time, created, fromBin)
 			}
 			return true, nil

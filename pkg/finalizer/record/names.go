@@ -17,7 +17,7 @@ const maxRememberedNames = 1024
 
 // names are the annotation keys of one finalizer's records.
 type names struct {
-	progress, attached string
+	progress, attached, seal string
 }
 
 // rememberedNames builds each finalizer's annotation names once: they were
@@ -34,7 +34,7 @@ func (r *rememberedNames) of(finalizer string) names {
 		return n.(names)
 	}
 	name := annotationName(finalizer)
-	n := names{progress: ProgressAnnotationPrefix + name, attached: AttachedAnnotationPrefix + name}
+	n := names{progress: ProgressAnnotationPrefix + name, attached: AttachedAnnotationPrefix + name, seal: SealAnnotationPrefix + name}
 	if r.count.Load() < maxRememberedNames {
 		if _, loaded := r.m.LoadOrStore(finalizer, n); !loaded {
 			r.count.Add(1)

@@ -113,7 +113,14 @@ func RemovalPatch(obj metav1.Object, r Removal) ([]byte, error) {
 		patchOp{Op: "remove", Path: path})
 	annotations := obj.GetAnnotations()
 	if r.removesAttached(obj) {
-		ops = append(ops, patchOp{Op: "remove", Path: "/metadata/annotations/" + escapePointer(AttachedAnnotation(r.Finalizer))})
+		// The seal goes with it. A cached object may not show it (the
+		// cache drops a seal it proved, ShareAttachedProven): added, then
+		// removed, whether the API server holds one or not.
+		seal := "/metadata/annotations/" + escapePointer(SealAnnotation(r.Finalizer))
+		ops = append(ops,
+			patchOp{Op: "remove", Path: "/metadata/annotations/" + escapePointer(AttachedAnnotation(r.Finalizer))},
+			patchOp{Op: "add", Path: seal, Value: ""},
+			patchOp{Op: "remove", Path: seal})
 	}
 	if r.Released != "" {
 		if annotations == nil {

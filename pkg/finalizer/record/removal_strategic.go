@@ -59,7 +59,7 @@ func StrategicRemovalPatch(obj metav1.Object, r Removal) ([]byte, bool, error) {
 	patch.Metadata.ResourceVersion = obj.GetResourceVersion()
 	patch.Metadata.UID = string(obj.GetUID())
 	if r.removesAttached(obj) { // KeepAttached was refused above
-		patch.Metadata.Annotations = map[string]*string{AttachedAnnotation(r.Finalizer): nil}
+		patch.Metadata.Annotations = map[string]*string{AttachedAnnotation(r.Finalizer): nil, SealAnnotation(r.Finalizer): nil}
 	}
 	data, err := json.Marshal(&patch)
 	return data, err == nil, err

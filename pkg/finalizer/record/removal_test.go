@@ -37,7 +37,7 @@ func TestRemovalPatch(t *testing.T) {
 			reason: "the attached record goes in the same patch",
 			obj:    obj(true, attached, "a.io/x"),
 			r:      Removal{Finalizer: "a.io/x", Index: 0},
-			want:   `[{"op":"test","path":"/metadata/uid","value":"u1"},{"op":"test","path":"/metadata/finalizers/0","value":"a.io/x"},{"op":"remove","path":"/metadata/finalizers/0","value":null},{"op":"remove","path":"/metadata/annotations/attached.finalizer.teardown.dev~1a.io_x","value":null}]`,
+			want:   `[{"op":"test","path":"/metadata/uid","value":"u1"},{"op":"test","path":"/metadata/finalizers/0","value":"a.io/x"},{"op":"remove","path":"/metadata/finalizers/0","value":null},{"op":"remove","path":"/metadata/annotations/attached.finalizer.teardown.dev~1a.io_x","value":null},{"op":"add","path":"/metadata/annotations/seal.finalizer.teardown.dev~1a.io_x","value":""},{"op":"remove","path":"/metadata/annotations/seal.finalizer.teardown.dev~1a.io_x","value":null}]`,
 		},
 		"RBAC kind keeps the attached record": {
 			reason: "the escalation check would refuse a patch touching a Role's annotations",

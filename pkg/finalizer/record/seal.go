@@ -6,8 +6,6 @@ SPDX-License-Identifier: Apache-2.0
 package record
 
 import (
-	"strings"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -22,22 +20,21 @@ type Sealer interface {
 	Verify(seal string, parts ...string) bool
 }
 
-// sealSeparator separates a sealed attached record's seal from the rest:
-// "<object UID>/<who attached it>#<seal>".
-const sealSeparator = "#"
+// SealAnnotationPrefix starts the annotation that holds the seal of the
+// attached record of the same finalizer, beside it: a separate annotation,
+// so that a controller of a release before seals, which reads the attached
+// record's value as "<object UID>/<who attached it>", reads it the same.
+const SealAnnotationPrefix = "seal.finalizer.teardown.dev/"
 
-// AttachedValue returns the attached record of finalizer bound to the
-// object of uid and naming by, sealed by s (nil: not sealed). Who attached
-// it (by) must not hold '#'.
-func AttachedValue(finalizer, uid, by string, s Sealer) string {
-	v := uid
-	if by != "" {
-		v += "/" + by
-	}
-	if s != nil {
-		v += sealSeparator + s.Seal(AttachedAnnotation(finalizer), uid, by)
-	}
-	return v
+// SealAnnotation returns the seal annotation's key for finalizer.
+func SealAnnotation(finalizer string) string {
+	return annotationNames.of(finalizer).seal
+}
+
+// AttachedSeal returns the seal by s of the attached record of finalizer
+// bound to the object of uid and naming by.
+func AttachedSeal(finalizer, uid, by string, s Sealer) string {
+	return s.Seal(AttachedAnnotation(finalizer), uid, by)
 }
 
 // AttachedRecord is an attached record bound to its object, as read.
@@ -52,16 +49,21 @@ type AttachedRecord struct {
 }
 
 // ReadAttached returns finalizer's attached record on obj when it is bound
-// to obj (or shared by a cache), sealed or not.
+// to obj (or shared by a cache), with its seal if it has one.
 func ReadAttached(obj metav1.Object, finalizer string) (AttachedRecord, bool) {
-	v, ok := obj.GetAnnotations()[AttachedAnnotation(finalizer)]
+	annotations := obj.GetAnnotations()
+	v, ok := annotations[AttachedAnnotation(finalizer)]
 	if !ok {
 		return AttachedRecord{}, false
 	}
 	if by, shared := sharedAttached.is(v); shared {
 		return AttachedRecord{By: by, Shared: true}, true
 	}
-	return readBound(v, string(obj.GetUID()))
+	by, ok := boundBy(v, string(obj.GetUID()))
+	if !ok {
+		return AttachedRecord{}, false
+	}
+	return AttachedRecord{By: by, Seal: annotations[SealAnnotation(finalizer)]}, true
 }
 
 // SealChecks reports whether rec, the attached record in annotation
@@ -72,26 +74,3 @@ func (rec AttachedRecord) SealChecks(s Sealer, annotation, uid string) bool {
 	return rec.Shared || s != nil && rec.Seal != "" && s.Verify(rec.Seal, annotation, uid, rec.By)
 }
 
-// readBound reads a record's value as it comes from the API server: bound
-// when it is uid, optionally followed by "/" and who attached it, then
-// optionally by "#" and its seal.
-func readBound(v, uid string) (AttachedRecord, bool) {
-	if uid == "" || len(v) > maxAttachedValue {
-		return AttachedRecord{}, false
-	}
-	rest, ok := strings.CutPrefix(v, uid)
-	if !ok {
-		return AttachedRecord{}, false
-	}
-	rest, seal, sealed := strings.Cut(rest, sealSeparator)
-	if sealed && seal == "" {
-		return AttachedRecord{}, false
-	}
-	switch {
-	case rest == "":
-		return AttachedRecord{Seal: seal}, true
-	case rest[0] == '/':
-		return AttachedRecord{By: rest[1:], Seal: seal}, true
-	}
-	return AttachedRecord{}, false
-}

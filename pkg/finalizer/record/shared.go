@@ -67,12 +67,16 @@ func ShareAttachedProven(obj metav1.Object, proven func(annotation string, rec A
 			// Shared already: client-go asks transforms to be idempotent.
 			continue
 		}
-		if rec, bound := readBound(v, string(obj.GetUID())); bound {
-			if proven != nil && !proven(k, rec) {
+		if by, bound := boundBy(v, string(obj.GetUID())); bound {
+			seal := SealAnnotationPrefix + strings.TrimPrefix(k, AttachedAnnotationPrefix)
+			if proven != nil && !proven(k, AttachedRecord{By: by, Seal: annotations[seal]}) {
 				continue
 			}
-			if shared, ok := sharedAttached.value(rec.By); ok {
+			if shared, ok := sharedAttached.value(by); ok {
 				annotations[k] = shared
+				// Proven once, for this cached object: its seal, unique to
+				// it, would keep its annotation map from being shared.
+				delete(annotations, seal)
 			}
 		} else if strings.HasPrefix(v, sharedBound) {
 			annotations[k] = unprovenPrefix + v
@@ -81,11 +85,18 @@ func ShareAttachedProven(obj metav1.Object, proven func(annotation string, rec A
 }
 
 // boundBy reads a record's value as AttachedBy reads it from the API
-// server: bound when it is uid, or uid, "/" and who attached it (a seal
-// after it, readBound, is not checked here).
+// server: bound when it is uid, or uid, "/" and who attached it.
 func boundBy(v, uid string) (string, bool) {
-	rec, ok := readBound(v, uid)
-	return rec.By, ok
+	if uid == "" || len(v) > maxAttachedValue {
+		return "", false
+	}
+	if v == uid {
+		return "", true
+	}
+	if len(v) > len(uid) && v[len(uid)] == '/' && strings.HasPrefix(v, uid) {
+		return v[len(uid)+1:], true
+	}
+	return "", false
 }
 
 // sharedValues holds the one shared value per attacher: read without a
