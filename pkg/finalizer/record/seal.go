@@ -73,4 +73,3 @@ func ReadAttached(obj metav1.Object, finalizer string) (AttachedRecord, bool) {
 func (rec AttachedRecord) SealChecks(s Sealer, annotation, uid string) bool {
 	return rec.Shared || s != nil && rec.Seal != "" && s.Verify(rec.Seal, annotation, uid, rec.By)
 }
-
