@@ -19,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	"github.com/teardown-dev/teardown/internal/recordseal"
+	"github.com/teardown-dev/teardown/internal/steps"
 	"github.com/teardown-dev/teardown/pkg/finalizer/record"
 )
 
@@ -201,6 +203,56 @@ func TestCacheTransformSharesBoundRecords(t *testing.T) {
 		by, ok := record.AttachedBy(c.obj.DeepCopy(), key)
 		if ok != c.wantBound || (ok && by != "policy-uid-a") {
 			t.Errorf("%s: AttachedBy = %q, %v; want bound %v", c.obj.Name, by, ok, c.wantBound)
+		}
+	}
+}
+
+// TestCacheTransformSharesOnlySealedRecords: with keys, the transform
+// shares the attached records whose seal checks (and drops the seal, which
+// would keep each object's map its own), and they read as proven; a bound
+// record without a seal, on an object created after the keys, or with a
+// seal of another object, is left as it is and proves nothing.
+func TestCacheTransformSharesOnlySealedRecords(t *testing.T) {
+	const key = "shop.teardown.dev/dns"
+	since := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	keys, err := recordseal.New(map[string][]byte{"k1": []byte(strings.Repeat("k", 32))}, since)
+	if err != nil {
+		t.Fatal(err)
+	}
+	records := steps.Records{Keys: keys}
+	transform := New(records.AttachedProven)
+	read := func(i int, seal func(uid string) string) *metav1.PartialObjectMetadata {
+		uid := fmt.Sprintf("0b5c6f0e-1111-4a2b-9c3d-%012d", i)
+		annotations := map[string]string{record.AttachedAnnotation(key): uid + "/policy-uid-a", "team.example.com/owner": "payments"}
+		if s := seal(uid); s != "" {
+			annotations[record.SealAnnotation(key)] = s
+		}
+		out, err := transform(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
+			Name: fmt.Sprintf("cm-%d", i), Namespace: "shop", UID: types.UID(uid), CreationTimestamp: metav1.NewTime(since.Add(time.Hour)),
+			Annotations: annotations,
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.(*metav1.PartialObjectMetadata)
+	}
+	sealed := func(uid string) string { return record.AttachedSeal(key, uid, "policy-uid-a", keys) }
+	a, b := read(1, sealed), read(2, sealed)
+	unsealed := read(3, func(string) string { return "" })
+	copied := read(4, func(string) string { return sealed("0b5c6f0e-1111-4a2b-9c3d-000000000001") })
+	if reflect.ValueOf(a.Annotations).UnsafePointer() != reflect.ValueOf(b.Annotations).UnsafePointer() {
+		t.Error("two objects with sealed records of one policy do not share their annotation map")
+	}
+	if _, ok := a.Annotations[record.SealAnnotation(key)]; ok {
+		t.Error("the seal of a shared record was kept")
+	}
+	for _, c := range []struct {
+		obj  *metav1.PartialObjectMetadata
+		want bool
+	}{{a, true}, {b, true}, {unsealed, false}, {copied, false}} {
+		by, ok := records.AttachedBy(c.obj.DeepCopy(), key)
+		if ok != c.want || ok && by != "policy-uid-a" {
+			t.Errorf("%s: AttachedBy = %q, %v; want proven %v", c.obj.Name, by, ok, c.want)
 		}
 	}
 }
