@@ -155,7 +155,8 @@ func CacheOptions() cache.Options {
 func Setup(mgr ctrl.Manager, opts Options) error {
 	recorder := mgr.GetEventRecorder(Name)
 	index := policy.NewIndex()
-	targets := &guarded.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Index: index, StartedBy: steps.StartedBy,
+	starters := &steps.Starters{Cache: mgr.GetClient(), Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Lease: opts.Lease}
+	targets := &guarded.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Index: index, StartedBy: starters.StartedBy,
 		StartedByEarlierRelease: steps.StartedByEarlierRelease}
 	if err := targets.SetupWithManager(mgr, opts.TargetWorkers); err != nil {
 		return err
@@ -175,6 +176,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return err
 	}
 	runner.Lease = opts.Lease
+	runner.Starters = starters
 	if opts.InUseWebhook {
 		direct, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), HTTPClient: mgr.GetHTTPClient()})
 		if err != nil {

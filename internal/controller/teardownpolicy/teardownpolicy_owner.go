@@ -64,8 +64,8 @@ const (
 	uidIndex        = "metadata.uid"
 )
 
-// indexPolicies adds claimedKeyIndex and uidIndex to the cache, for both
-// kinds.
+// indexPolicies adds claimedKeyIndex, uidIndex and steps.StartedIndex to
+// the cache, for both kinds.
 func indexPolicies(ctx context.Context, indexer client.FieldIndexer) error {
 	for _, obj := range []client.Object{&teardownv1alpha1.TeardownPolicy{}, &teardownv1alpha1.ClusterTeardownPolicy{}} {
 		if err := indexer.IndexField(ctx, obj, claimedKeyIndex, claimedKeys); err != nil {
@@ -73,6 +73,9 @@ func indexPolicies(ctx context.Context, indexer client.FieldIndexer) error {
 		}
 		if err := indexer.IndexField(ctx, obj, uidIndex, func(o client.Object) []string { return []string{string(o.GetUID())} }); err != nil {
 			return fmt.Errorf("indexing %T by UID: %w", obj, err)
+		}
+		if err := indexer.IndexField(ctx, obj, steps.StartedIndex, steps.StartedIndexValues); err != nil {
+			return fmt.Errorf("indexing %T by the teardowns it started: %w", obj, err)
 		}
 	}
 	return nil
@@ -152,7 +155,7 @@ func (r *Reconciler) checkForeignKey(ctx context.Context, pol *policy.Policy) (m
 				refused = &cond
 				return false
 			}
-			if !guarded.Owns(served, served.Keys[0], gvk, obj, nsLabels, guarded.ProvenBy(obj, pol.Key, steps.StartedBy)) {
+			if !guarded.Owns(served, served.Keys[0], gvk, obj, nsLabels, guarded.ProvenBy(obj, pol.Key, r.startedBy())) {
 				cond := notReady(teardownv1alpha1.FinalizerConflictReason,
 					"finalizer %s is on %s %s, which this policy does not select and Teardown did not put there: another controller or a manifest uses this key; choose another",
 					pol.Key, gvk.Kind, klog.KObj(obj))
@@ -181,6 +184,15 @@ func (r *Reconciler) PolicyExists(ctx context.Context, uid types.UID) (bool, err
 		return !found
 	}, client.MatchingFields{uidIndex: string(uid)})
 	return found, err
+}
+
+// startedBy is the runner's Starters.StartedBy: who started a teardown,
+// from the policies' status.startedTeardowns, else the object's records.
+func (r *Reconciler) startedBy() func(metav1.Object, string) (types.UID, bool) {
+	if r.Runner == nil {
+		return steps.StartedBy
+	}
+	return r.Runner.Starters.StartedBy
 }
 
 // nsLabelsFor reads obj's namespace labels when pol selects namespaces.

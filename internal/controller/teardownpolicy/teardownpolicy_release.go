@@ -19,7 +19,6 @@ import (
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/internal/guarded"
 	"github.com/teardown-dev/teardown/internal/policy"
-	"github.com/teardown-dev/teardown/internal/steps"
 	"github.com/teardown-dev/teardown/pkg/finalizer"
 )
 
@@ -209,7 +208,7 @@ func (r *Reconciler) terminatingNamespaces() func(context.Context, string) bool 
 // attached or started is then owned.
 func (r *Reconciler) owns(ctx context.Context, s *policy.Served, k policy.ServedKey, gvk schema.GroupVersionKind, o *metav1.PartialObjectMetadata) bool {
 	nsLabels, _ := r.nsLabelsFor(ctx, s.Policy, o)
-	return guarded.Owns(s, k, gvk, o, nsLabels, guarded.ProvenBy(o, k.Key, steps.StartedBy))
+	return guarded.Owns(s, k, gvk, o, nsLabels, guarded.ProvenBy(o, k.Key, r.startedBy()))
 }
 
 func isNoMatch(err error) bool { return meta.IsNoMatchError(err) }
