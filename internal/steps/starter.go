@@ -163,6 +163,9 @@ func (s *Starters) Record(ctx context.Context, pol *policy.Policy, key string, t
 	if s == nil || s.Client == nil {
 		return nil
 	}
+	if by, ok := s.offObject(ctx, t.Obj, key); ok && by == pol.UID {
+		return nil // already there, as the cache says
+	}
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		p := policyObject(pol)
 		if err := s.Reader.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
