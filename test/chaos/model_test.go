@@ -196,6 +196,12 @@ func (m *modelRun) generate(ctx context.Context, steps int) {
 				leEnd++ // the phase lasts until the paused replica resumed
 			}
 		}
+		if leAt[step] && step <= leEnd {
+			// A phase is still on (a paused replica extends it past the
+			// next phase's start; seed 139): the next one starts after it.
+			delete(leAt, step)
+			leAt[step+1] = true
+		}
 		switch {
 		case step == leEnd:
 			m.endLeaderElection()
