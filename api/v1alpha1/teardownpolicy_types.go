@@ -655,6 +655,20 @@ type TeardownPolicyStatus struct {
 	// +kubebuilder:validation:MaxItems=64
 	Retired []RetiredKey `json:"retired,omitempty"`
 
+	// startedTeardowns lists the teardowns this policy started on objects
+	// that have no room for their step record (the API server refuses it:
+	// reason ProgressRefused), so that which policy started them survives
+	// a restart, a failover and another policy taking the key: the policy
+	// named here finishes them, as a step record would say. Only the
+	// controller writes it; an entry goes once its object no longer
+	// carries the key. At most 100: past that the policy starts no more
+	// such teardowns (they stay held, reason StartedTeardownsFull in the
+	// object's progress) until one of them finishes.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=100
+	StartedTeardowns []StartedTeardown `json:"startedTeardowns,omitempty"`
+
 	// guarded is how many objects carry the finalizer.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
@@ -768,6 +782,37 @@ type RetiredKey struct {
 	Finalizer string `json:"finalizer"`
 
 	GroupVersionKind `json:",inline"`
+}
+
+// StartedTeardown is a teardown a policy started on an object that has
+// no room for its step record.
+type StartedTeardown struct {
+	// object is the object being torn down.
+	// +required
+	Object ObjectReference `json:"object"`
+
+	// uid is the object's UID: an object of the same name created later
+	// is another object.
+	// +required
+	// +kubebuilder:validation:MaxLength=128
+	UID string `json:"uid"`
+
+	// finalizer is the key the teardown runs under.
+	// +required
+	// +kubebuilder:validation:MaxLength=317
+	Finalizer string `json:"finalizer"`
+
+	// since is when the controller recorded it.
+	// +required
+	Since metav1.Time `json:"since"`
+
+	// lease and epoch are the leadership of the controller that recorded
+	// it (the Lease's UID and its transitions), as on a step record.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	Lease string `json:"lease,omitempty"`
+	// +optional
+	Epoch int64 `json:"epoch,omitempty"`
 }
 
 // ObjectReference identifies an object in the cluster.

@@ -163,7 +163,8 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	recorder := mgr.GetEventRecorder(Name)
 	index := policy.NewIndex()
 	records := steps.Records{Keys: opts.RecordKeys}
-	targets := &guarded.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Index: index, Records: records,
+	starters := &steps.Starters{Records: records, Cache: mgr.GetClient(), Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Lease: opts.Lease}
+	targets := &guarded.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Index: index, Records: starters,
 		StartedByEarlierRelease: steps.StartedByEarlierRelease}
 	if err := targets.SetupWithManager(mgr, opts.TargetWorkers); err != nil {
 		return err
@@ -184,6 +185,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}
 	runner.Lease = opts.Lease
 	runner.Records = records
+	runner.Starters = starters
 	if opts.InUseWebhook {
 		direct, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), HTTPClient: mgr.GetHTTPClient()})
 		if err != nil {

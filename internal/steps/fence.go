@@ -99,6 +99,10 @@ var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
 // the object as it is.
 var errRecordChanged = fmt.Errorf("the step record changed since it was read")
 
+// errRecordRefused says the API server refused a record write for good
+// (finalizer.Refused): most often the object has no room for it.
+var errRecordRefused = fmt.Errorf("the API server refused the step record")
+
 // writeRecord writes rec as key's record on t.Obj with a JSON patch that
 // tests the object's UID and the record as read (recordTests), so a record
 // never replaces one it did not read: it never moves back from where
@@ -132,6 +136,9 @@ func (r *Runner) writeRecord(ctx context.Context, pol *policy.Policy, key string
 		return err
 	}
 	err = r.Client.Patch(ctx, t.Obj, client.RawPatch(types.JSONPatchType, patch))
+	if finalizer.Refused(err) {
+		return fmt.Errorf("%w: %w", errRecordRefused, err)
+	}
 	if apierrors.IsInvalid(err) || apierrors.IsConflict(err) {
 		return fmt.Errorf("%w: %w", errRecordChanged, err)
 	}

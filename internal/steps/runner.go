@@ -93,6 +93,10 @@ type Runner struct {
 	// while it refuses writes, and the step records carry its epoch
 	// (fence.go); nil (no leader election) fences nothing, epoch 0.
 	Lease *lease.Gate
+	// Starters records, in the policy's status, the teardowns started on
+	// objects without room for their step record (starter.go); nil records
+	// none.
+	Starters *Starters
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -204,6 +208,13 @@ func (r *Runner) Run(ctx context.Context, pol *policy.Policy, key string, t Obje
 	pos := r.Records.Resume(t.Obj, pol, key, r.now())
 	recorded, _ := r.Records.read(t.Obj, pol, key)
 	i, since := pos.Index, pos.Since
+	if _, bound := r.Records.bound(t.Obj, key); !bound && len(pol.Steps) > 0 && noRoomFor(t.Obj, key) {
+		// No step record will fit: who started the teardown is recorded
+		// in the policy's status before any step runs.
+		if err := r.Starters.Record(ctx, pol, key, t); err != nil {
+			return startersFailed(err)
+		}
+	}
 	if res, stop := r.claim(ctx, pol, key, t, &recorded, i, since); stop {
 		return res
 	}
@@ -330,15 +341,34 @@ func (r *Runner) retry(ctx context.Context, pol *policy.Policy, key string, t Ob
 // writer, or one whose lease may have passed, retries, and will most
 // likely have stopped by then.
 func fenced(err error) finalizer.Result {
-	if errors.Is(err, errRecordChanged) {
+	switch {
+	case errors.Is(err, errRecordRefused):
+		// Held until the object has room: its tenant is told by the
+		// progress record's refusal (ProgressRefused).
+		return finalizer.Pending(refusedRecheck, err.Error())
+	case errors.Is(err, errRecordChanged):
 		return finalizer.Pending(time.Second, err.Error())
 	}
 	return finalizer.Retry(err)
 }
 
+// refusedRecheck is how soon a teardown whose step record the API server
+// refused is tried again.
+const refusedRecheck = 10 * time.Second
+
+// startersFailed is the answer of a teardown whose starter could not be
+// recorded in its policy's status: no step runs.
+func startersFailed(err error) finalizer.Result {
+	if isStartersFull(err) {
+		return finalizer.Pending(refusedRecheck, err.Error())
+	}
+	return finalizer.Retry(fmt.Errorf("recording the teardown in the policy's status.startedTeardowns: %w", err))
+}
+
 // saveState records step i and since under key, sealed with the runner's
-// keys, when that differs from what the object carries (writeRecord). A record write that is refused by its
-// test, by a newer writer's record or by the lease gate is returned: the
+// keys, when that differs from what the object carries (writeRecord). A
+// record write that is refused by its test, by a newer writer's record or
+// by the lease gate is returned: the
 // cleanup must not go on from what it read. Any other failure is not
 // fatal: steps are idempotent, and a restart only repeats the steps since
 // the last record.
@@ -355,6 +385,14 @@ func (r *Runner) saveState(ctx context.Context, pol *policy.Policy, key string, 
 		return nil
 	}
 	if err := r.writeRecord(ctx, pol, key, t, rec); err != nil {
+		if errors.Is(err, errRecordRefused) {
+			// No room on the object: the policy's status says who started
+			// the teardown instead, and it stops here until there is room.
+			if serr := r.Starters.Record(ctx, pol, key, t); serr != nil {
+				return fmt.Errorf("%w; and %w", err, serr)
+			}
+			return err
+		}
 		if errors.Is(err, errRecordChanged) || errors.Is(err, finalizer.ErrSuperseded) || errors.Is(err, lease.ErrNotLeading) {
 			return err
 		}

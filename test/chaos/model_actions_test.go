@@ -189,7 +189,7 @@ func (m *modelRun) createPolicy(ctx context.Context) (string, error) {
 	if err := k8s.Create(ctx, obj); err != nil {
 		return "create " + p.id(), err
 	}
-	m.polWrites[fmt.Sprintf("%s/%d", obj.GetUID(), obj.GetGeneration())] = sent
+	m.notePolicyWrite(obj, sent)
 	p.UID = obj.GetUID()
 	m.pols = append(m.pols, p)
 	return "create " + p.id() + " " + specString(spec), nil
@@ -247,7 +247,7 @@ func (m *modelRun) deletePolicy(ctx context.Context) (string, error) {
 	}
 	p := pick(m.rng, pols)
 	p.Deleted = true
-	m.polWrites[string(p.UID)+"/deleted"] = time.Now()
+	m.polWrites[string(p.UID)+"/deleted"] = polWrite{At: time.Now()}
 	return "delete " + p.id(), k8s.Delete(ctx, p.object())
 }
 

@@ -29,13 +29,14 @@ const slack = 2 * time.Second
 type modelFacts struct {
 	Namespaces   []string
 	TenantWrites map[string]bool // resourceVersions of ConfigMap writes by the generator
-	// PolicyWrites are when the generator sent its policy writes, by
-	// "<policy UID>/<generation it made>": a policy's state takes effect no
-	// later than the write of the first generation it covers, however late
-	// the recorder's watch delivers it, or whether it delivers the
-	// generations between at all (after a kube-apiserver restart it
-	// relists, seconds later, and sees only the last).
-	PolicyWrites map[string]time.Time
+	// PolicyWrites are the generator's policy writes, by "<policy
+	// UID>/<generation it made>" (and "<policy UID>/deleted"): when it sent
+	// each and the spec it wrote. A generation takes effect no later than
+	// its write, however late the recorder's watch delivers it, and under
+	// the spec written, whether the watch delivers it at all (after a
+	// kube-apiserver restart it relists, seconds later, and sees only the
+	// last generation).
+	PolicyWrites map[string]polWrite
 	// Policies are the IDs of every policy the generator created: one the
 	// watches never saw was created and gone within a watch gap (after a
 	// kube-apiserver restart), and what it did cannot be judged.

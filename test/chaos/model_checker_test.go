@@ -70,6 +70,17 @@ func TestModelChecker(t *testing.T) {
 		p.Status.Conditions = []metav1.Condition{{Type: teardownv1alpha1.ReadyCondition, Status: metav1.ConditionTrue, ObservedGeneration: observed}}
 		return record{At: at(0), Type: watch.Modified, Obj: p}
 	}
+	// dbSpec selects app=db; dbFromGeneration2 is policy p first seen by
+	// the watch at generation 2 with it (a relist after a kube-apiserver
+	// restart delivers only the last generation).
+	dbSpec := spec("", func(s *teardownv1alpha1.TeardownPolicySpec) {
+		s.Targets = []teardownv1alpha1.Target{configMapTarget(labels("app", "db"))}
+	})
+	dbFromGeneration2 := func(s float64) record {
+		r := pol(s, "p", dbSpec, false)
+		r.Obj.(*teardownv1alpha1.TeardownPolicy).Generation = 2
+		return r
+	}
 	// cm is one state of ConfigMap cm-r0-0001 (rv names the write).
 	cm := func(s float64, rv string, app string, deletingSince float64, gone bool, fins ...string) record {
 		c := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cm-r0-0001", UID: "obj", ResourceVersion: rv,
@@ -121,6 +132,7 @@ func TestModelChecker(t *testing.T) {
 		name   string
 		recs   []record
 		ledger []ledgerEntry
+		writes map[string]polWrite // the generator's policy writes (modelFacts.PolicyWrites)
 		want   map[string]int
 	}{{
 		name:   "every step answered Success in order",
@@ -201,6 +213,24 @@ func TestModelChecker(t *testing.T) {
 		ledger: []ledgerEntry{call(4, "p", "a", hookInProgress, true)},
 		want:   map[string]int{"call-on-an-object-never-selected": 1},
 	}, {
+		name:   "a call under a generation the watch never delivered, as the generator wrote it (seed 114)",
+		recs:   append(base, dbFromGeneration2(5)),
+		ledger: []ledgerEntry{call(4, "p", "a", hookInProgress, true)},
+		writes: map[string]polWrite{"p-p/1": {At: at(0.5), Spec: ptrTo(spec("", nil))}, "p-p/2": {At: at(4.5), Spec: ptrTo(dbSpec)}},
+		want:   map[string]int{},
+	}, {
+		name:   "a call under a generation the watch never delivered, what was written unknown",
+		recs:   append(base, dbFromGeneration2(5)),
+		ledger: []ledgerEntry{call(4, "p", "a", hookInProgress, true)},
+		writes: map[string]polWrite{"p-p/1": {At: at(0.5)}, "p-p/2": {At: at(4.5), Spec: ptrTo(dbSpec)}},
+		want:   map[string]int{"call-on-an-object-never-selected": 1},
+	}, {
+		name:   "a call before the generation the watch delivered, which never selected the object",
+		recs:   append(base, dbFromGeneration2(5)),
+		ledger: []ledgerEntry{call(4, "p", "a", hookInProgress, true)},
+		writes: map[string]polWrite{"p-p/1": {At: at(0.5), Spec: ptrTo(dbSpec)}, "p-p/2": {At: at(4.5), Spec: ptrTo(dbSpec)}},
+		want:   map[string]int{"call-on-an-object-never-selected": 1},
+	}, {
 		name: "step records of newer leaders and generations, and of another Lease",
 		recs: append(base, pol(0, "p", spec("", nil), false), recorded(4, "4", "u", 1, 1), recorded(5, "5", "u", 1, 2),
 			recorded(6, "6", "u", 2, 1), recorded(7, "7", "v", 0, 1), recorded(8, "8", "", 0, 1)),
@@ -260,7 +290,7 @@ func TestModelChecker(t *testing.T) {
 			for i := range tc.recs {
 				tc.recs[i].Seq = i
 			}
-			c := newChecker(modelFacts{Namespaces: []string{ns, other}, TenantWrites: tenantWrites}, tc.recs, tc.ledger)
+			c := newChecker(modelFacts{Namespaces: []string{ns, other}, TenantWrites: tenantWrites, PolicyWrites: tc.writes}, tc.recs, tc.ledger)
 			c.check()
 			if diff := cmp.Diff(tc.want, c.byRule); diff != "" {
 				t.Errorf("violations by rule (-want +got):\n%s\n%v", diff, c.violations)

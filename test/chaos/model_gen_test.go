@@ -266,7 +266,7 @@ func (m *modelRun) updatePolicy(ctx context.Context, p *genPol, edit func(*teard
 		if err := k8s.Update(ctx, obj); err != nil {
 			return err
 		}
-		m.polWrites[fmt.Sprintf("%s/%d", obj.GetUID(), obj.GetGeneration())] = sent
+		m.notePolicyWrite(obj, sent)
 		return nil
 	})
 }
@@ -275,4 +275,20 @@ func (m *modelRun) updatePolicy(ctx context.Context, p *genPol, edit func(*teard
 func (m *modelRun) setTier(ctx context.Context, ns, tier string) error {
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{"tier": tier, "model-run": m.run}}})
 	return k8s.Patch(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, client.RawPatch(types.MergePatchType, patch))
+}
+
+// polWrite is one policy write of the generator: when it was sent, and
+// the spec it wrote (the API server's answer; nil for a deletion).
+type polWrite struct {
+	At   time.Time
+	Spec *teardownv1alpha1.TeardownPolicySpec
+}
+
+// notePolicyWrite records obj, just created or updated, as written at sent.
+func (m *modelRun) notePolicyWrite(obj client.Object, sent time.Time) {
+	w := polWrite{At: sent}
+	if p, ok := obj.(teardownv1alpha1.PolicyObject); ok {
+		w.Spec = p.PolicySpec().DeepCopy()
+	}
+	m.polWrites[fmt.Sprintf("%s/%d", obj.GetUID(), obj.GetGeneration())] = w
 }

@@ -124,7 +124,7 @@ type history struct {
 	evts []record
 }
 
-func buildHistory(recs []record, inRun map[string]bool, policyWrites map[string]time.Time) *history {
+func buildHistory(recs []record, inRun map[string]bool, policyWrites map[string]polWrite) *history {
 	h := &history{objs: map[types.UID]*objHist{}, pols: map[string]*polHist{}, nss: map[string][]nsState{}}
 	for _, r := range recs {
 		gone := r.Type == watch.Deleted
@@ -158,7 +158,7 @@ func buildHistory(recs []record, inRun map[string]bool, policyWrites map[string]
 	return h
 }
 
-func (h *history) addPolicy(r record, writes map[string]time.Time, kind string, om metav1.ObjectMeta, spec teardownv1alpha1.TeardownPolicySpec, st teardownv1alpha1.TeardownPolicyStatus) {
+func (h *history) addPolicy(r record, writes map[string]polWrite, kind string, om metav1.ObjectMeta, spec teardownv1alpha1.TeardownPolicySpec, st teardownv1alpha1.TeardownPolicyStatus) {
 	id := policyID(kind, om.Namespace, om.Name)
 	p := h.pols[id]
 	if p == nil || p.UID != om.UID {
@@ -173,14 +173,30 @@ func (h *history) addPolicy(r record, writes map[string]time.Time, kind string, 
 	if om.DeletionTimestamp != nil || r.Type == watch.Deleted {
 		// Deleted by the generator: in effect from when it sent the
 		// deletion (a deletion it did not send, its namespace's, has none).
-		if sent, ok := writes[string(om.UID)+"/deleted"]; ok && sent.Before(at) && (len(p.States) == 0 || !p.States[len(p.States)-1].Deleting) {
-			at = sent
+		if sent, ok := writes[string(om.UID)+"/deleted"]; ok && sent.At.Before(at) && (len(p.States) == 0 || !p.States[len(p.States)-1].Deleting) {
+			at = sent.At
 		}
 	}
-	for g := prevGen + 1; g <= om.Generation; g++ {
-		if sent, ok := writes[fmt.Sprintf("%s/%d", om.UID, g)]; ok && sent.Before(at) {
-			at = sent // the generator's own write: in effect from when it was sent
+	// The generations the watch never delivered (a relist after a
+	// kube-apiserver restart sees only the last): each the generator wrote
+	// is a state of its own, under the spec written, from when it was sent.
+	for g := prevGen + 1; g < om.Generation; g++ {
+		w, ok := writes[fmt.Sprintf("%s/%d", om.UID, g)]
+		if !ok || w.Spec == nil || !w.At.Before(at) {
+			continue
 		}
+		missed := polState{At: w.At, Spec: *w.Spec, Gen: g}
+		if n := len(p.States); n > 0 {
+			prev := p.States[n-1]
+			missed.Deleting, missed.Ready, missed.Status = prev.Deleting, prev.Ready, prev.Status
+			if missed.At.Before(prev.At) {
+				missed.At = prev.At // keep the states in order
+			}
+		}
+		p.States = append(p.States, missed)
+	}
+	if w, ok := writes[fmt.Sprintf("%s/%d", om.UID, om.Generation)]; ok && om.Generation > prevGen && w.At.Before(at) {
+		at = w.At // the generator's own write: in effect from when it was sent
 	}
 	if n := len(p.States); n > 0 && at.Before(p.States[n-1].At) {
 		at = p.States[n-1].At // keep the states in order

@@ -43,9 +43,10 @@ type modelRun struct {
 	pols       []*genPol
 	seq        int
 	genWrites  map[string]bool // resourceVersions of the generator's ConfigMap writes
-	// polWrites: when the generator sent each policy write that succeeded,
-	// by policy UID and the generation it made ("<uid>/<generation>").
-	polWrites    map[string]time.Time
+	// polWrites: each policy write of the generator that succeeded (when
+	// it was sent, and the spec), by policy UID and the generation it made
+	// ("<uid>/<generation>").
+	polWrites    map[string]polWrite
 	behaviourSet map[string]bool
 
 	main     *procctl.Controller
@@ -100,7 +101,7 @@ func TestModel(t *testing.T) {
 func runModel(t *testing.T, seed uint64, steps int, run string) modelFigures {
 	t.Logf("seed %d, %d steps: TEARDOWN_MODEL_SEED=%d TEARDOWN_MODEL_STEPS=%d replays the schedule", seed, steps, seed, steps)
 	m := &modelRun{t: t, rng: rand.New(rand.NewPCG(seed, 0x7ea2d0)), seed: seed, run: run,
-		genWrites: map[string]bool{}, polWrites: map[string]time.Time{}, behaviourSet: map[string]bool{}, counts: map[string]int{}, bursts: map[string][]string{}}
+		genWrites: map[string]bool{}, polWrites: map[string]polWrite{}, behaviourSet: map[string]bool{}, counts: map[string]int{}, bursts: map[string][]string{}}
 	m.hooks = newModelHooks(t)
 	ctx := context.Background()
 
@@ -194,6 +195,12 @@ func (m *modelRun) generate(ctx context.Context, steps int) {
 			} else if step == leEnd {
 				leEnd++ // the phase lasts until the paused replica resumed
 			}
+		}
+		if leAt[step] && step <= leEnd {
+			// A phase is still on (a paused replica extends it past the
+			// next phase's start; seed 139): the next one starts after it.
+			delete(leAt, step)
+			leAt[step+1] = true
 		}
 		switch {
 		case step == leEnd:

@@ -259,6 +259,13 @@ func (r *Reconciler) writeStatus(ctx context.Context, base, obj teardownv1alpha1
 			return err
 		}
 	}
+	if r.Runner != nil {
+		// Its own write, with the resourceVersion it reads: the patch below
+		// leaves status.startedTeardowns alone.
+		if err := r.Runner.Starters.Prune(ctx, obj); err != nil && ctx.Err() == nil {
+			logf.FromContext(ctx).Info("Could not prune status.startedTeardowns", "err", err.Error())
+		}
+	}
 	observePolicy(obj, status) // the gauges follow what the status says
 	if equality.Semantic.DeepEqual(base.PolicyStatus(), status) {
 		return nil

@@ -18,6 +18,7 @@ import (
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/internal/guarded"
 	"github.com/teardown-dev/teardown/internal/policy"
+	"github.com/teardown-dev/teardown/internal/steps"
 )
 
 // checkOwner makes sure pol owns its key: of every policy whose key and
@@ -63,8 +64,8 @@ const (
 	uidIndex        = "metadata.uid"
 )
 
-// indexPolicies adds claimedKeyIndex and uidIndex to the cache, for both
-// kinds.
+// indexPolicies adds claimedKeyIndex, uidIndex and steps.StartedIndex to
+// the cache, for both kinds.
 func indexPolicies(ctx context.Context, indexer client.FieldIndexer) error {
 	for _, obj := range []client.Object{&teardownv1alpha1.TeardownPolicy{}, &teardownv1alpha1.ClusterTeardownPolicy{}} {
 		if err := indexer.IndexField(ctx, obj, claimedKeyIndex, claimedKeys); err != nil {
@@ -72,6 +73,9 @@ func indexPolicies(ctx context.Context, indexer client.FieldIndexer) error {
 		}
 		if err := indexer.IndexField(ctx, obj, uidIndex, func(o client.Object) []string { return []string{string(o.GetUID())} }); err != nil {
 			return fmt.Errorf("indexing %T by UID: %w", obj, err)
+		}
+		if err := indexer.IndexField(ctx, obj, steps.StartedIndex, steps.StartedIndexValues); err != nil {
+			return fmt.Errorf("indexing %T by the teardowns it started: %w", obj, err)
 		}
 	}
 	return nil
@@ -151,7 +155,7 @@ func (r *Reconciler) checkForeignKey(ctx context.Context, pol *policy.Policy) (m
 				refused = &cond
 				return false
 			}
-			if !guarded.Owns(served, served.Keys[0], gvk, obj, nsLabels, guarded.ProvenBy(obj, pol.Key, r.Runner.Records)) {
+			if !guarded.Owns(served, served.Keys[0], gvk, obj, nsLabels, guarded.ProvenBy(obj, pol.Key, r.proofs())) {
 				cond := notReady(teardownv1alpha1.FinalizerConflictReason,
 					"finalizer %s is on %s %s, which this policy does not select and Teardown did not put there: another controller or a manifest uses this key; choose another",
 					pol.Key, gvk.Kind, klog.KObj(obj))
@@ -180,6 +184,16 @@ func (r *Reconciler) PolicyExists(ctx context.Context, uid types.UID) (bool, err
 		return !found
 	}, client.MatchingFields{uidIndex: string(uid)})
 	return found, err
+}
+
+// proofs is the runner's Starters: who started a teardown, from the
+// policies' status.startedTeardowns, else the object's records as its keys
+// prove them, and who attached a key.
+func (r *Reconciler) proofs() guarded.Proofs {
+	if r.Runner == nil {
+		return steps.Records{}
+	}
+	return r.Runner.Starters
 }
 
 // nsLabelsFor reads obj's namespace labels when pol selects namespaces.

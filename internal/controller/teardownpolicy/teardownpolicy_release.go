@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
@@ -79,19 +80,26 @@ func (r *Reconciler) releaseGuarded(ctx context.Context, o client.Object) finali
 // guards nothing. One served before (its status records a key) but that
 // cannot be served now (its spec no longer parses) cannot run its steps:
 // it waits, with a message saying so, while any object carries one of its
-// keys; nothing is released without its cleanup.
+// keys (of a key another policy owns now, while any object whose records
+// name it does: owes); nothing is released without its cleanup.
 func (r *Reconciler) unserved(ctx context.Context, obj teardownv1alpha1.PolicyObject) finalizer.Result {
 	status := obj.PolicyStatus()
 	if status.Finalizer == "" {
 		return finalizer.Done()
 	}
+	// A key another policy owns now is that policy's on every object but
+	// those whose records say this one started or attached them: a
+	// teardown finishes under who started it, and this policy may be
+	// unserved only for a moment (a restart while the API server is away
+	// fails its checks), so it waits for those (model seed 118).
+	yielded := ""
 	if mine, ok := policy.ClaimOf(obj); ok {
 		owner, err := r.ownerOf(ctx, mine)
 		if err != nil {
 			return finalizer.Retry(err)
 		}
 		if owner.Ref != mine.Ref {
-			return finalizer.Done() // its key is another policy's now, and so are the objects carrying it
+			yielded = mine.Key
 		}
 	}
 	carried := map[retiredKey]bool{}
@@ -115,8 +123,8 @@ func (r *Reconciler) unserved(ctx context.Context, obj teardownv1alpha1.PolicyOb
 			}
 			return finalizer.Retry(fmt.Errorf("listing %s: %w", rk.gvk.Kind, err))
 		}
-		for _, o := range list.Items {
-			if slices.Contains(o.Finalizers, rk.key) {
+		for i := range list.Items {
+			if owes(&list.Items[i], rk.key, obj.GetUID(), rk.key != yielded, r.proofs()) {
 				n++
 			}
 		}
@@ -126,6 +134,17 @@ func (r *Reconciler) unserved(ctx context.Context, obj teardownv1alpha1.PolicyOb
 	}
 	return finalizer.Pending(30*time.Second, fmt.Sprintf(
 		"the policy cannot be served (see its Ready condition) and %d object(s) still carry its finalizer: fix its spec so their cleanup runs, or release them with kubectl teardown release", n))
+}
+
+// owes reports whether o, which an unserved policy with this UID may still
+// owe a cleanup under key, holds that policy's deletion: it carries key,
+// and key is the policy's own (mine), or its records (step record, else
+// attached record, bound to o) name the policy.
+func owes(o metav1.Object, key string, uid types.UID, mine bool, proofs guarded.Proofs) bool {
+	if !slices.Contains(o.GetFinalizers(), key) {
+		return false
+	}
+	return mine || guarded.ProvenBy(o, key, proofs) == uid
 }
 
 // releaseLive removes s's keys from the objects it owns them on that are
@@ -208,7 +227,7 @@ func (r *Reconciler) terminatingNamespaces() func(context.Context, string) bool 
 // attached or started is then owned.
 func (r *Reconciler) owns(ctx context.Context, s *policy.Served, k policy.ServedKey, gvk schema.GroupVersionKind, o *metav1.PartialObjectMetadata) bool {
 	nsLabels, _ := r.nsLabelsFor(ctx, s.Policy, o)
-	return guarded.Owns(s, k, gvk, o, nsLabels, guarded.ProvenBy(o, k.Key, r.Runner.Records))
+	return guarded.Owns(s, k, gvk, o, nsLabels, guarded.ProvenBy(o, k.Key, r.proofs()))
 }
 
 func isNoMatch(err error) bool { return meta.IsNoMatchError(err) }
