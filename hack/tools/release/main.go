@@ -228,11 +228,15 @@ func push(ctx context.Context, registry, version, key, layoutDir, chartPkg, helm
 		signed = append(signed, imgRepo.Digest(h.String()))
 	}
 
-	cmd := exec.CommandContext(ctx, helm, "push", chartPkg, rec.Chart)
-	cmd.Stderr = os.Stderr
-	b, err := cmd.Output()
+	helmArgs := []string{"push", chartPkg, rec.Chart}
+	if chartRepo.Registry.Scheme() == "http" {
+		// A registry on localhost speaks plain HTTP (go-containerregistry's
+		// rule); helm pushes over it only when told.
+		helmArgs = append(helmArgs, "--plain-http")
+	}
+	b, err := exec.CommandContext(ctx, helm, helmArgs...).CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("helm push %s %s: %w\n%s", chartPkg, rec.Chart, err, b)
+		return fmt.Errorf("helm %s: %w\n%s", strings.Join(helmArgs, " "), err, b)
 	}
 	m := regexp.MustCompile(`(?m)^Digest: (sha256:[0-9a-f]{64})$`).FindSubmatch(b)
 	if m == nil {
