@@ -94,6 +94,10 @@ func publishRelease(tmp string) error {
 	if err := krewInstall(filepath.Join(releaseDir, "teardown.yaml"), binDir); err != nil {
 		return fmt.Errorf("installing the plugin from the krew manifest: %w", err)
 	}
+	// The plugin is the release's: it says its version.
+	if out, err := exec.Command(filepath.Join(binDir, "kubectl-teardown"), "version").CombinedOutput(); err != nil || !strings.Contains(string(out), releaseVersion) {
+		return fmt.Errorf("kubectl-teardown version: %v, want %s in:\n%s", err, releaseVersion, out)
+	}
 	fmt.Fprintf(os.Stderr, "e2e: released %s (%s) and installed the plugin in %s\n", releaseVersion, releaseImage, time.Since(start).Round(100*time.Millisecond))
 	return nil
 }
