@@ -230,7 +230,7 @@ node-cluster: node image ## Run a real one-node cluster (kubelet, containerd, ku
 	$(GO) -C hack/cluster run . -repo $(CURDIR)
 
 .PHONY: e2e
-e2e: node image helm ## Run the end-to-end tests (test/e2e, build tag e2e; needs root) in a real one-node cluster with make image's image: the README quick start, seed 004's agent pods, a leader killed, a drain, metrics and the webhook (log: bin/e2e.log, cluster logs: bin/e2e/).
+e2e: node image helm ## Run the end-to-end tests (test/e2e, build tag e2e; needs root) in a real one-node cluster, installed from the release make release publishes to its registry (this machine's platform): the README quick start, seed 004's agent pods, a leader killed, a drain, metrics and the webhook (log: bin/e2e.log, cluster logs: bin/e2e/).
 	@mkdir -p bin; $(GO) test -tags e2e $(TEST_FLAGS) -v ./test/e2e/ 2>&1 | tee bin/e2e.log
 
 .PHONY: plugin
