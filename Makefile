@@ -40,6 +40,20 @@ COMMIT ?= $(or $(shell git rev-parse HEAD 2>/dev/null),unknown)
 DATE ?= $(or $(shell TZ=UTC0 git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null),1970-01-01T00:00:00Z)
 # Where make release-manifests writes install.yaml and the chart package.
 RELEASE_DIR ?= bin/release
+# make release (docs/install-image.md#releasing): the registry it pushes to
+# (REGISTRY/teardown-controller, oci://REGISTRY/charts/teardown), the
+# cosign-format key it signs with (password in COSIGN_PASSWORD; make
+# release-key writes a pair), the image's and the plugin archives'
+# platforms, and where the krew manifest says the archives are downloaded
+# from (empty: the GitHub release of VERSION).
+REGISTRY ?=
+SIGN_KEY ?=
+RELEASE_PLATFORMS ?= linux/amd64,linux/arm64
+PLUGIN_PLATFORMS ?= linux/amd64,linux/arm64,darwin/amd64,darwin/arm64,windows/amd64
+PLUGIN_URL ?=
+# The chart's version and appVersion in the package; Chart.yaml's when empty.
+CHART_VERSION ?=
+RELEASE_TOOL := $(GO) -C hack/tools/release run .
 # How long make undeploy waits for the policies to release what they guard.
 UNDEPLOY_TIMEOUT ?= 5m
 # How long make fuzz runs each Fuzz function.
@@ -69,6 +83,7 @@ test-unit: ## Run the unit tier: the tests that need no control plane (go test -
 test: control-plane $(HELM) ## Run every test against a real local control plane.
 	$(GO) test $(TEST_FLAGS) ./...
 	IMAGE_TEST_PLATFORMS=$(HOST_PLATFORM) $(GO) -C hack/tools/image test $(TEST_FLAGS) ./...
+	$(GO) -C hack/tools/release test $(TEST_FLAGS) ./...
 	$(GO) -C bench/plot test $(TEST_FLAGS) ./...
 	$(GO) -C test/gitops test $(TEST_FLAGS) ./...
 
@@ -163,10 +178,36 @@ release-chart: $(HELM)
 	fi; \
 	sed -i -e "s|^  repository: .*|  repository: $$repo|" -e "s|^  tag: \"\"|  tag: \"$$tag\"|" -e "s|^  digest: \"\"|  digest: \"$$digest\"|" $$values; \
 	grep -q "^  repository: $$repo\$$" $$values || { echo "release-chart: the chart's image was not set to $$repo" >&2; exit 1; }; \
+	if [[ -n "$$digest" ]]; then sed -i "s|^      image: .*/teardown-controller:.*|      image: $$repo@$$digest|" $$tmp/teardown/Chart.yaml; fi; \
 	$(HELM) lint $$tmp/teardown >/dev/null; \
-	$(HELM) package $$tmp/teardown -d $(RELEASE_DIR) | sed 's|^|release-chart: |'; \
+	$(HELM) package $$tmp/teardown -d $(RELEASE_DIR) $(if $(CHART_VERSION),--version $(CHART_VERSION) --app-version $(CHART_VERSION)) | sed 's|^|release-chart: |'; \
 	rm -rf $$tmp; \
 	echo "release-chart: image $$repo$${digest:+@$$digest}$${tag:+:$$tag}"
+
+# make release: check the inputs first (VERSION given, the key loads, the
+# registry answers), then build (image, install.yaml, chart, plugin
+# archives) and push, sign and record (bin/release/release.json).
+.PHONY: release
+release: $(HELM) ## Publish release VERSION to REGISTRY, signed with SIGN_KEY: the multi-arch image by digest with its SBOMs, the chart as oci://REGISTRY/charts/teardown, install.yaml, the plugin archives, checksums.txt and the krew manifest, in RELEASE_DIR (docs/install-image.md#releasing).
+	@case "$(origin VERSION)" in "command line"|environment) ;; *) echo "release: set VERSION=vX.Y.Z, the tag to release (it is $(VERSION) from git describe)" >&2; exit 2;; esac
+	@[[ -n "$(REGISTRY)" ]] || { echo "release: set REGISTRY, the registry to push to (REGISTRY/teardown-controller, oci://REGISTRY/charts/teardown)" >&2; exit 2; }
+	$(RELEASE_TOOL) check -registry $(REGISTRY) -version $(VERSION) -key "$(if $(SIGN_KEY),$(abspath $(SIGN_KEY)))"
+	$(MAKE) --no-print-directory image IMAGE_PLATFORMS=$(RELEASE_PLATFORMS)
+	@rm -f $(RELEASE_DIR)/teardown-*.tgz $(RELEASE_DIR)/kubectl-teardown_*
+	$(MAKE) --no-print-directory release-manifests IMG_REPO=$(REGISTRY)/teardown-controller CHART_VERSION=$(VERSION)
+	$(RELEASE_TOOL) plugins -repo $(CURDIR) -version $(VERSION) -commit $(COMMIT) -date $(DATE) -platforms $(PLUGIN_PLATFORMS) \
+		-krew $(CURDIR)/.krew.yaml -out $(abspath $(RELEASE_DIR)) -also install.yaml,teardown-$(VERSION).tgz $(if $(PLUGIN_URL),-url $(PLUGIN_URL))
+	$(RELEASE_TOOL) push -registry $(REGISTRY) -version $(VERSION) -key $(abspath $(SIGN_KEY)) -image $(abspath $(IMAGE_DIR)) \
+		-chart $(abspath $(RELEASE_DIR))/teardown-$(VERSION).tgz -helm $(abspath $(HELM)) -out $(abspath $(RELEASE_DIR))
+
+.PHONY: release-key
+release-key: ## Write a cosign-format signing key pair, SIGN_KEY (default bin/release-key/cosign.key, password from COSIGN_PASSWORD) and its .pub, for make release.
+	@key="$(abspath $(or $(SIGN_KEY),bin/release-key/cosign.key))"; mkdir -p "$$(dirname $$key)"; \
+	$(RELEASE_TOOL) keygen -out "$${key%.key}"
+
+.PHONY: release-test
+release-test: ## Test hack/tools/release: signature round trip against an in-process registry, SBOM referrers, archives, checksums, the krew manifest (make test runs it).
+	$(GO) -C hack/tools/release test $(TEST_FLAGS) ./...
 
 ##@ Development
 
@@ -189,7 +230,7 @@ node-cluster: node image ## Run a real one-node cluster (kubelet, containerd, ku
 	$(GO) -C hack/cluster run . -repo $(CURDIR)
 
 .PHONY: e2e
-e2e: node image helm ## Run the end-to-end tests (test/e2e, build tag e2e; needs root) in a real one-node cluster with make image's image: the README quick start, seed 004's agent pods, a leader killed, a drain, metrics and the webhook (log: bin/e2e.log, cluster logs: bin/e2e/).
+e2e: node image helm ## Run the end-to-end tests (test/e2e, build tag e2e; needs root) in a real one-node cluster, installed from the release make release publishes to its registry (this machine's platform): the README quick start, seed 004's agent pods, a leader killed, a drain, metrics and the webhook (log: bin/e2e.log, cluster logs: bin/e2e/).
 	@mkdir -p bin; $(GO) test -tags e2e $(TEST_FLAGS) -v ./test/e2e/ 2>&1 | tee bin/e2e.log
 
 .PHONY: plugin

@@ -12,7 +12,7 @@ if [[ -n "$unformatted" ]]; then
 fi
 go vet ./...
 make -s lint || fail=1
-for mod in . bench/plot hack/cluster hack/tools hack/tools/chartschema hack/tools/controller-gen hack/tools/golangci-lint hack/tools/helm hack/tools/helm4 hack/tools/image hack/tools/k8s-1.30 hack/tools/k8s-1.33 test/gitops; do
+for mod in . bench/plot hack/cluster hack/tools hack/tools/chartschema hack/tools/controller-gen hack/tools/golangci-lint hack/tools/helm hack/tools/helm4 hack/tools/image hack/tools/k8s-1.30 hack/tools/release hack/tools/k8s-1.33 test/gitops; do
 	(cd "$mod" && cp go.mod /tmp/verify.go.mod && cp go.sum /tmp/verify.go.sum && go mod tidy &&
 		if ! cmp -s go.mod /tmp/verify.go.mod || ! cmp -s go.sum /tmp/verify.go.sum; then
 			echo "go mod tidy changed $mod/go.mod or go.sum" >&2

@@ -7,8 +7,10 @@ SPDX-License-Identifier: Apache-2.0
 
 // Package e2e runs Teardown in a real one-node cluster on this machine
 // (hack/cluster: kubelet, containerd, runc, kube-proxy, a bridge CNI, a local
-// registry): the image make image built, installed with the chart, as a
-// user would. `make e2e` runs it; the build tag keeps it out of `go test
+// registry): `make release` publishes a release to that registry, and the
+// tests install it as a user would: signatures checked, the chart by
+// version from the registry, the image by the digest it pins, the plugin
+// from the archive the krew manifest names. `make e2e` runs it; the build tag keeps it out of `go test
 // ./...` (make test), since it needs root, the node's binaries and minutes.
 // Nothing here skips: a missing part fails the run with what to do.
 package e2e
@@ -33,7 +35,7 @@ var (
 	kubeconfig string
 	registry   string // localhost:PORT, pushed the controller and test images
 	clusterDir string // the cluster's folder (containerd's socket)
-	binDir     string // the plugin built from this tree
+	binDir     string // the plugin, installed from the release's archive
 	pathEnv    string
 )
 
@@ -88,7 +90,6 @@ func startCluster() (func() error, error) {
 	_ = os.RemoveAll(logs)
 	for _, b := range [][]string{
 		{"go", "-C", filepath.Join(root, "hack/cluster"), "build", "-o", filepath.Join(binDir, "cluster"), "."},
-		{"go", "-C", root, "build", "-o", filepath.Join(binDir, "kubectl-teardown"), "./cmd/kubectl-teardown"},
 	} {
 		if out, err := exec.Command(b[0], b[1:]...).CombinedOutput(); err != nil {
 			return nil, fmt.Errorf("%s: %w\n%s", strings.Join(b, " "), err, out)
@@ -152,13 +153,26 @@ func startCluster() (func() error, error) {
 		}
 	}
 	pathEnv = strings.Join([]string{binDir, filepath.Join(root, "bin"), filepath.Join(root, "bin/k8s"), os.Getenv("PATH")}, string(os.PathListSeparator))
+	// The release the tests install: published to the cluster's registry,
+	// its signatures checked, the plugin installed from its archive.
+	if err := publishRelease(tmp); err != nil {
+		_ = stop()
+		return nil, fmt.Errorf("make release: %w", err)
+	}
+	if err := verifyRelease(); err != nil {
+		_ = stop()
+		return nil, fmt.Errorf("checking the release's signatures: %w", err)
+	}
 	return stop, nil
 }
 
-// environ is the environment commands run with: the cluster's kubeconfig,
-// REGISTRY, and bin/ (helm, kubectl, the plugin) first on PATH.
+// environ is the environment commands run with: the cluster's kubeconfig;
+// the release to install, as the README's quick start names it (REGISTRY,
+// VERSION, its public key COSIGN_PUB); and first on PATH the plugin
+// installed from the release, then bin/ (helm, kubectl).
 func environ() []string {
-	return append(os.Environ(), "KUBECONFIG="+kubeconfig, "REGISTRY="+registry, "PATH="+pathEnv)
+	return append(os.Environ(), "KUBECONFIG="+kubeconfig, "REGISTRY="+registry, "VERSION="+releaseVersion,
+		"COSIGN_PUB="+filepath.Join(releaseDir, "cosign.pub"), "PATH="+pathEnv)
 }
 
 // sh runs a command line with bash from the repository's root and returns

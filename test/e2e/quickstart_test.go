@@ -62,19 +62,17 @@ type qsCheck struct {
 }
 
 // TestQuickStart runs every command of the README's quick start as written,
-// with bash, from the repository's root, against the real cluster, with
-// REGISTRY set to the local registry that holds make image's image (pushed
-// by digest, as the quick start asks of a user) and bin/ first on PATH.
+// with bash, from the repository's root, against the real cluster, on the
+// release make release published to the cluster's registry (REGISTRY,
+// VERSION, COSIGN_PUB: publishRelease): its signatures checked, its chart
+// installed by version, the image it pins pulled by digest, and the plugin
+// installed from its archive first on PATH.
 // Nothing stands in for a part of the cluster: the chart's two replicas
 // run the image in pods and elect a leader, the app is a real pod, and
 // helm uninstall runs the real pre-delete hook Job.
 func TestQuickStart(t *testing.T) {
 	start := time.Now()
-	digest, err := os.ReadFile(filepath.Join(root, "bin/image/teardown-controller.digest"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantImage := registry + "/teardown-controller@" + strings.TrimSpace(string(digest))
+	wantImage := releaseImage
 	contains := func(want ...string) func(string) error {
 		return func(out string) error {
 			for _, w := range want {
@@ -86,8 +84,12 @@ func TestQuickStart(t *testing.T) {
 		}
 	}
 	checks := []qsCheck{{
-		cmd:   regexp.MustCompile(`^helm install teardown charts/teardown\b`),
-		check: contains("STATUS: deployed"),
+		cmd: regexp.MustCompile(`^go -C hack/tools/release run \. verify\b`),
+		check: contains("Verified "+registry+"/teardown-controller:"+releaseVersion+": "+releaseImage+" is signed by ",
+			"Verified "+registry+"/charts/teardown:"+releaseVersion+": "),
+	}, {
+		cmd:   regexp.MustCompile(`^helm install teardown oci://\$REGISTRY/charts/teardown --version \$VERSION\b`),
+		check: contains("Pulled: "+registry+"/charts/teardown:"+releaseVersion, "STATUS: deployed"),
 	}, {
 		cmd:   regexp.MustCompile(`^kubectl rollout status deployment/teardown-controller\b`),
 		check: contains("successfully rolled out"),
@@ -193,7 +195,7 @@ func TestQuickStart(t *testing.T) {
 }
 
 // controllerPods checks the chart's replicas: two pods Running and Ready on
-// the node with make image's image, pulled by digest from the registry, one
+// the node with the release's image, pulled by digest from the registry, one
 // of which holds the leader election Lease.
 func controllerPods(t *testing.T, wantImage string) {
 	t.Helper()

@@ -13,7 +13,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -219,17 +218,14 @@ func results(m map[string]int) string {
 	return strings.Join(s, ", ")
 }
 
-// installController installs the chart with make image's image from the
-// local registry, as the README's quick start does, and waits for it.
+// installController installs the release make e2e published (publishRelease):
+// the chart by version from the cluster's registry, with the image it pins
+// by digest, as the README's quick start does, and waits for it.
 // Extra arguments are passed to helm install (shell-quoted).
 func installController(t *testing.T, extra ...string) {
 	t.Helper()
-	digest, err := os.ReadFile(filepath.Join(root, "bin/image/teardown-controller.digest"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	line := fmt.Sprintf("helm install teardown charts/teardown -n teardown-system --create-namespace --set image.repository=%s/teardown-controller --set image.digest=%s --wait --timeout 3m",
-		registry, strings.TrimSpace(string(digest)))
+	line := fmt.Sprintf("helm install teardown oci://%s/charts/teardown --version %s -n teardown-system --create-namespace --wait --timeout 3m",
+		registry, releaseVersion)
 	for _, a := range extra {
 		line += " '" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 	}
