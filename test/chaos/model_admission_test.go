@@ -29,9 +29,10 @@ import (
 // admission policy (config/admission) for the model run, as config/default
 // and the chart do, unless TEARDOWN_MODEL_ADMISSION=none. With it, a record
 // the generator writes at UPDATE is refused, as in a cluster installed as
-// shipped: a tenant who may patch an object could otherwise write records
-// bound to its UID, which the controller cannot tell from its own (the
-// limit docs/security.md states). Records written at CREATE, unbound by
+// shipped. A tenant who may patch an object can otherwise write records
+// bound to its UID, which the controller's seals tell from its own
+// (docs/security.md, "Records prove themselves"): TEARDOWN_MODEL_ADMISSION=none
+// runs the model on the seals alone. Records written at CREATE, unbound by
 // construction, still reach the controller, whose own defences the run
 // checks; so do every other write the generator makes (the other shipped
 // admission policies, which would refuse some of them, are not installed).

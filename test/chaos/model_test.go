@@ -292,8 +292,10 @@ func (m *modelRun) startLeaderElection() {
 	m.counts["controller-kill"]++
 	if m.replicas == nil {
 		m.replicas = []*procctl.Controller{
-			newController(m.t, "replica-1", m.platform, "--status-interval=5s"),
-			newController(m.t, "replica-2", m.platform, "--status-interval=5s"),
+			// Both seal their records with the keys of the platform
+			// namespace, as installed (the chart passes its namespace).
+			newController(m.t, "replica-1", m.platform, "--status-interval=5s", "--cluster-resource-namespace="+m.platform),
+			newController(m.t, "replica-2", m.platform, "--status-interval=5s", "--cluster-resource-namespace="+m.platform),
 		}
 	}
 	for _, r := range m.replicas {
