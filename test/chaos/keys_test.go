@@ -293,28 +293,10 @@ func TestTeardownFinishesUnderThePolicyThatStartedIt(t *testing.T) {
 func TestRecordsWrittenAtCreateProveNothing(t *testing.T) {
 	testenv.SkipShort(t)
 	const key = "platform.example.com/records"
-	excluded, selected := newNamespace(t), newNamespace(t)
-	nsObj := &corev1.Namespace{}
-	if err := k8s.Get(context.Background(), client.ObjectKey{Name: selected}, nsObj); err != nil {
-		t.Fatal(err)
-	}
-	nsObj.Labels = map[string]string{"team": "platform"}
-	if err := k8s.Update(context.Background(), nsObj); err != nil {
-		t.Fatal(err)
-	}
+	excluded := newNamespace(t)
 	hook := newCleanupServer(t, func(webhookRequest) answer { return success })
 	c := startController(t, "controller")
-	name := strings.ToLower(strings.ReplaceAll(t.Name(), "_", "-"))
-	pol := &teardownv1alpha1.ClusterTeardownPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: teardownv1alpha1.TeardownPolicySpec{
-			Finalizer: key,
-			Targets: []teardownv1alpha1.Target{{APIVersion: "v1", Kind: "ConfigMap",
-				Selector:          &metav1.LabelSelector{MatchLabels: labels("app", "guarded")},
-				NamespaceSelector: &metav1.LabelSelector{MatchLabels: labels("team", "platform")}}},
-			Steps: []teardownv1alpha1.Step{hook.step("platform")},
-		},
-	}
+	pol, selected := platformPolicy(t, key, hook)
 	create(t, pol)
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), pol) })
 	mustBeReady(t, pol)
@@ -514,4 +496,31 @@ func TestAnotherPolicysAttachmentIsNoProof(t *testing.T) {
 	if n := clusterHook.callsFor(cm.UID); n > 0 {
 		t.Errorf("the cluster policy called its webhook %d times for it", n)
 	}
+}
+
+// platformPolicy is a ClusterTeardownPolicy named after the test that
+// guards ConfigMaps labelled app=guarded, with one webhook step
+// ("platform") of hook, in the namespaces labelled team=platform; it
+// returns the policy (not created) and a new namespace it selects.
+func platformPolicy(t *testing.T, key string, hook *cleanupServer) (*teardownv1alpha1.ClusterTeardownPolicy, string) {
+	t.Helper()
+	selected := newNamespace(t)
+	nsObj := &corev1.Namespace{}
+	if err := k8s.Get(t.Context(), client.ObjectKey{Name: selected}, nsObj); err != nil {
+		t.Fatal(err)
+	}
+	nsObj.Labels = map[string]string{"team": "platform"}
+	if err := k8s.Update(t.Context(), nsObj); err != nil {
+		t.Fatal(err)
+	}
+	return &teardownv1alpha1.ClusterTeardownPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))},
+		Spec: teardownv1alpha1.TeardownPolicySpec{
+			Finalizer: key,
+			Targets: []teardownv1alpha1.Target{{APIVersion: "v1", Kind: "ConfigMap",
+				Selector:          &metav1.LabelSelector{MatchLabels: labels("app", "guarded")},
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: labels("team", "platform")}}},
+			Steps: []teardownv1alpha1.Step{hook.step("platform")},
+		},
+	}, selected
 }

@@ -9,12 +9,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -41,31 +39,14 @@ func TestForgedRecordsWithoutAdmission(t *testing.T) {
 	for _, sealed := range []bool{true, false} {
 		t.Run(map[bool]string{true: "sealed", false: "unsealed"}[sealed], func(t *testing.T) {
 			key := fmt.Sprintf("platform.example.com/forged-%v", sealed)
-			own, tenant, selected := newNamespace(t), newNamespace(t), newNamespace(t)
-			nsObj := &corev1.Namespace{}
-			if err := k8s.Get(t.Context(), client.ObjectKey{Name: selected}, nsObj); err != nil {
-				t.Fatal(err)
-			}
-			nsObj.Labels = map[string]string{"team": "platform"}
-			if err := k8s.Update(t.Context(), nsObj); err != nil {
-				t.Fatal(err)
-			}
+			own, tenant := newNamespace(t), newNamespace(t)
 			hook := newCleanupServer(t, func(webhookRequest) answer { return success })
 			var args []string
 			if sealed {
 				args = append(args, "--cluster-resource-namespace="+own)
 			}
 			c := startController(t, "controller", args...)
-			pol := &teardownv1alpha1.ClusterTeardownPolicy{
-				ObjectMeta: metav1.ObjectMeta{Name: strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))},
-				Spec: teardownv1alpha1.TeardownPolicySpec{
-					Finalizer: key,
-					Targets: []teardownv1alpha1.Target{{APIVersion: "v1", Kind: "ConfigMap",
-						Selector:          &metav1.LabelSelector{MatchLabels: labels("app", "guarded")},
-						NamespaceSelector: &metav1.LabelSelector{MatchLabels: labels("team", "platform")}}},
-					Steps: []teardownv1alpha1.Step{hook.step("platform")},
-				},
-			}
+			pol, selected := platformPolicy(t, key, hook)
 			create(t, pol)
 			t.Cleanup(func() { _ = k8s.Delete(context.Background(), pol) })
 			mustBeReady(t, pol)
