@@ -115,6 +115,15 @@ func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, error) {
 			cfg.Burst = opts.Burst
 		}
 	}
+	// Before the gate fences cfg: a standby makes the keys' Secret, or
+	// reads it, at its start, before it may lead.
+	if opts.Controller.RecordKeys == nil && opts.RecordKeysSecret != "" && opts.Controller.ClusterResourceNamespace != "" {
+		keys, err := loadRecordKeys(cfg, scheme, opts.Controller.ClusterResourceNamespace, opts.RecordKeysSecret)
+		if err != nil {
+			return nil, err
+		}
+		opts.Controller.RecordKeys = keys
+	}
 	var gate *lease.Gate
 	var lock resourcelock.Interface
 	if opts.LeaderElection {
@@ -136,13 +145,6 @@ func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, error) {
 	if metricsAddr == "" {
 		// controller-runtime would serve on :8080.
 		metricsAddr = "0"
-	}
-	if opts.Controller.RecordKeys == nil && opts.RecordKeysSecret != "" && opts.Controller.ClusterResourceNamespace != "" {
-		keys, err := loadRecordKeys(cfg, scheme, opts.Controller.ClusterResourceNamespace, opts.RecordKeysSecret)
-		if err != nil {
-			return nil, err
-		}
-		opts.Controller.RecordKeys = keys
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
