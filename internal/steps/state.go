@@ -156,7 +156,8 @@ func (rs Records) Resume(obj metav1.Object, pol *policy.Policy, key string, now 
 
 // StartedBy returns the UID of the policy whose cleanup of obj under key
 // has started, from key's step record when that record was written for obj
-// itself (whatever version of the policy's steps). A teardown that started
+// itself (whatever version of the policy's steps) and is proven (its seal
+// checks, or the object is older than the keys). A teardown that started
 // under one policy finishes under that policy's steps, whoever owns the key
 // later.
 func (rs Records) StartedBy(obj metav1.Object, key string) (types.UID, bool) {
