@@ -23,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -53,11 +54,17 @@ func labelled(ns, name string, labels ...string) *corev1.ConfigMap {
 // the new version is Ready.
 func editPolicy(t *testing.T, pol *teardownv1alpha1.TeardownPolicy, change func(*teardownv1alpha1.TeardownPolicySpec)) {
 	t.Helper()
-	if err := k8s.Get(t.Context(), client.ObjectKeyFromObject(pol), pol); err != nil {
-		t.Fatal(err)
-	}
-	change(&pol.Spec)
-	if err := k8s.Update(t.Context(), pol); err != nil {
+	// The controller writes the policy's status meanwhile (a new
+	// resourceVersion): read again and edit again on a conflict, as
+	// kubectl edit does.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := k8s.Get(t.Context(), client.ObjectKeyFromObject(pol), pol); err != nil {
+			return err
+		}
+		change(&pol.Spec)
+		return k8s.Update(t.Context(), pol)
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	mustBeReady(t, pol)
