@@ -205,8 +205,10 @@ func (r *Runner) Run(ctx context.Context, pol *policy.Policy, key string, t Obje
 	if err := r.Lease.Allow(); err != nil {
 		return finalizer.Retry(err)
 	}
-	pos := r.Records.Resume(t.Obj, pol, key, r.now())
-	recorded, _ := r.Records.read(t.Obj, pol, key)
+	// One read of the record (its seal checked once) gives both where the
+	// cleanup stands and what the writes test against.
+	recorded, ok := r.Records.read(t.Obj, pol, key)
+	pos := position(t.Obj, pol, recorded, ok, r.now())
 	i, since := pos.Index, pos.Since
 	if _, bound := r.Records.bound(t.Obj, key); !bound && len(pol.Steps) > 0 && noRoomFor(t.Obj, key) {
 		// No step record will fit: who started the teardown is recorded

@@ -129,6 +129,12 @@ type Position struct {
 // is 0 when pol has no steps).
 func (rs Records) Resume(obj metav1.Object, pol *policy.Policy, key string, now time.Time) Position {
 	rec, ok := rs.read(obj, pol, key)
+	return position(obj, pol, rec, ok, now)
+}
+
+// position is Resume's answer from rec, the record read (ok: there is one
+// that belongs to pol as it is).
+func position(obj metav1.Object, pol *policy.Policy, rec record, ok bool, now time.Time) Position {
 	if !ok {
 		pos := Position{}
 		if len(pol.Steps) > 0 {
