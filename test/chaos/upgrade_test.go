@@ -188,6 +188,13 @@ func upgradeScenario(t *testing.T, fromBin, toBin string, boundSince bool) {
 	if err := after.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// Registered after the controllers' cleanups, so it runs first, while
+	// the objects and the new controller are as the failure left them.
+	t.Cleanup(func() {
+		if t.Failed() {
+			dumpState(t, ns, after, []client.Object{pol, edited}, objs)
+		}
+	})
 	deleteNow(t, objs["live"])
 	// status.boundRecordsSince: from the policy's creation when a release
 	// that sets it served it first (the rollback's first controller), so
@@ -211,9 +218,13 @@ func upgradeScenario(t *testing.T, fromBin, toBin string, boundSince bool) {
 		})
 	}
 	// Every held teardown goes on under the new controller: each object is
-	// called again at the step it waits at.
+	// called again at the step it waits at. A stall is for good (the bug
+	// this test was written for); the bound leaves room for a loaded
+	// machine, where the new controller's build and start, and its first
+	// pass over what earlier tests left in terminating namespaces, took
+	// over 10 s of CI's 60 s before.
 	for name, step := range map[string]string{"at-a": "a", "at-b": "b", "relabelled": "a", "edited": "b", "live": "a"} {
-		testenv.Eventually(t, 60*time.Second, name+" called again after the switch", func(context.Context) (bool, error) {
+		testenv.Eventually(t, 2*time.Minute, name+" called again after the switch", func(context.Context) (bool, error) {
 			return hook.callsOfSince(objs[name].UID, step, switched) > 0, nil
 		})
 	}
@@ -248,6 +259,35 @@ func upgradeScenario(t *testing.T, fromBin, toBin string, boundSince bool) {
 				t.Errorf("%s went without step %s of the version in force answering Success (at %v, gone by %v)", name, step, at, goneAt[name])
 			}
 		}
+	}
+}
+
+// dumpState logs, after a failure, what the cluster and the controller's log
+// say of ns: each object's finalizers, labels and annotations (its records),
+// each policy's status, and the log's lines about ns (the controller's tail
+// is mostly other tests' leftovers).
+func dumpState(t *testing.T, ns string, c interface{ Grep(string, int) []string }, pols []client.Object, objs map[string]*corev1.ConfigMap) {
+	t.Helper()
+	ctx := context.Background()
+	for name, cm := range objs {
+		got := &corev1.ConfigMap{}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(cm), got); err != nil {
+			t.Logf("state: %s: %v", name, err)
+			continue
+		}
+		t.Logf("state: %s uid %s deleting %v finalizers %v labels %v annotations %v", name, got.UID, got.DeletionTimestamp, got.Finalizers, got.Labels, got.Annotations)
+	}
+	for _, p := range pols {
+		got := &teardownv1alpha1.TeardownPolicy{}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(p), got); err != nil {
+			t.Logf("state: policy %s: %v", p.GetName(), err)
+			continue
+		}
+		status, _ := json.Marshal(got.Status)
+		t.Logf("state: policy %s uid %s generation %d status %s", got.Name, got.UID, got.Generation, status)
+	}
+	for _, l := range c.Grep(`"`+ns, 60) {
+		t.Logf("log: %s", l)
 	}
 }
 
