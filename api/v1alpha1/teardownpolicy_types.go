@@ -630,8 +630,9 @@ type TeardownPolicyStatus struct {
 	// to their object's UID first served this policy (set once). A step
 	// record without that UID, as an earlier release wrote them, names
 	// the policy that started a teardown only on an object created before
-	// this time (the earlier release's); on a later object it reads as no
-	// record, since anyone who creates an object can write one.
+	// this time or in its second (the earlier release's: timestamps are
+	// whole seconds); on a later object it reads as no record, since
+	// anyone who creates an object can write one.
 	// +optional
 	BoundRecordsSince *metav1.Time `json:"boundRecordsSince,omitempty"`
 

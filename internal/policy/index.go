@@ -43,9 +43,24 @@ type Served struct {
 
 // EarlierRelease reports whether a step record not bound to obj, naming
 // this policy, is the earlier release's: obj was created before a
-// controller that binds its records first served the policy.
+// controller that binds its records first served the policy, or in that
+// second (CreatedUpTo).
 func (s *Served) EarlierRelease(obj metav1.Object) bool {
-	return !s.BoundRecordsSince.IsZero() && obj.GetCreationTimestamp().Time.Before(s.BoundRecordsSince)
+	return !s.BoundRecordsSince.IsZero() && CreatedUpTo(obj, s.BoundRecordsSince)
+}
+
+// CreatedUpTo reports whether obj was created before t or in t's second.
+// Creation timestamps are whole seconds, so an object stamped with t's
+// second may have been created before t: it counts as older. Read as
+// younger, an earlier release's teardown started on an object created in
+// the second of an upgrade would never be finished (its records proven by
+// nothing, TestUpgradeMidTeardown); read as older, a record forged on an
+// object created in that one second is trusted as an earlier release's,
+// which the admission policy teardown-protect-records refuses to let
+// anyone but the controller write (docs/security.md).
+func CreatedUpTo(obj metav1.Object, t time.Time) bool {
+	created := obj.GetCreationTimestamp().Time
+	return !created.IsZero() && created.Before(t.Truncate(time.Second).Add(time.Second))
 }
 
 // ServedKey is one finalizer key of a served policy and the kinds it is

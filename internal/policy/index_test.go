@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -110,5 +111,36 @@ func TestForKindFollowsARefreshWithoutRebuilding(t *testing.T) {
 	}
 	if got := x.ForKind(secretKind); len(got) != 1 || got[0].Ref != old.Ref {
 		t.Errorf("ForKind(Secret) after a policy moved to Secrets = %v, want it", got)
+	}
+}
+
+// TestEarlierRelease: an unbound step record counts as an earlier
+// release's on objects created before status.boundRecordsSince, including
+// those stamped with its second (creation timestamps are whole seconds, so
+// they may be older), and never on later ones or without the field.
+func TestEarlierRelease(t *testing.T) {
+	// As the controller writes it: whole seconds.
+	since := time.Date(2026, 11, 28, 18, 26, 23, 0, time.UTC)
+	created := func(at time.Time) *metav1.ObjectMeta {
+		return &metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(at)}
+	}
+	cases := map[string]struct {
+		since time.Time
+		obj   *metav1.ObjectMeta
+		want  bool
+	}{
+		"created a second before":   {since, created(since.Truncate(time.Second).Add(-time.Second)), true},
+		"created in since's second": {since, created(since.Truncate(time.Second)), true},
+		"created the second after":  {since, created(since.Truncate(time.Second).Add(time.Second)), false},
+		"no boundRecordsSince":      {time.Time{}, created(since.Add(-time.Hour)), false},
+		"no creation timestamp":     {since, created(time.Time{}), false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := &Served{BoundRecordsSince: tc.since}
+			if got := s.EarlierRelease(tc.obj); got != tc.want {
+				t.Errorf("EarlierRelease = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/teardown-dev/teardown/internal/policy"
 	"github.com/teardown-dev/teardown/internal/recordseal"
 	"github.com/teardown-dev/teardown/pkg/finalizer"
 )
@@ -53,8 +54,8 @@ func (rs Records) AttachedProven(obj metav1.Object, annotation string, rec final
 }
 
 // olderThanKeys reports whether obj was created before records were
-// sealed: an unsealed record on it may be an earlier release's.
+// sealed, or in that second (policy.CreatedUpTo): an unsealed record on it
+// may be an earlier release's.
 func (rs Records) olderThanKeys(obj metav1.Object) bool {
-	created := obj.GetCreationTimestamp().Time
-	return !created.IsZero() && created.Before(rs.Keys.Since())
+	return !rs.Keys.Since().IsZero() && policy.CreatedUpTo(obj, rs.Keys.Since())
 }

@@ -66,13 +66,18 @@ func TestSealedRecords(t *testing.T) {
 		record string
 		want   bool
 	}{
-		"sealed by the controller":                 {created(later), sealed(genuine, keys, key), true},
-		"no seal (a forgery)":                      {created(later), sealed(genuine, nil, key), false},
-		"no seal, object older than the keys":      {created(earlier), sealed(genuine, nil, key), true},
-		"sealed, object older than the keys":       {created(earlier), sealed(genuine, keys, key), true},
-		"another key's record":                     {created(later), sealed(genuine, keys, "example.com/other"), false},
-		"under a key the controller does not hold": {created(later), sealed(genuine, testKeys(t, sealedSince, "2026-11-01", "2026-12-01"), key), false},
-		"the seal of another policy's record":      {created(later), strings.Replace(sealed(genuine, keys, key), `"p-uid"`, `"other-policy"`, 1), false},
+		"sealed by the controller":            {created(later), sealed(genuine, keys, key), true},
+		"no seal (a forgery)":                 {created(later), sealed(genuine, nil, key), false},
+		"no seal, object older than the keys": {created(earlier), sealed(genuine, nil, key), true},
+		// Timestamps are whole seconds: an object stamped with the keys'
+		// second may be older than they are (CI's TestUpgradeMidTeardown
+		// stranded one such teardown).
+		"no seal, object created in the keys' second": {created(sealedSince), sealed(genuine, nil, key), true},
+		"no seal, object created the second after":    {created(sealedSince.Add(time.Second)), sealed(genuine, nil, key), false},
+		"sealed, object older than the keys":          {created(earlier), sealed(genuine, keys, key), true},
+		"another key's record":                        {created(later), sealed(genuine, keys, "example.com/other"), false},
+		"under a key the controller does not hold":    {created(later), sealed(genuine, testKeys(t, sealedSince, "2026-11-01", "2026-12-01"), key), false},
+		"the seal of another policy's record":         {created(later), strings.Replace(sealed(genuine, keys, key), `"p-uid"`, `"other-policy"`, 1), false},
 		"another record's seal": {created(later), func() string {
 			var rec record
 			_ = json.Unmarshal([]byte(sealed(genuine, keys, key)), &rec)

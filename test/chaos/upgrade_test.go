@@ -219,10 +219,10 @@ func upgradeScenario(t *testing.T, fromBin, toBin string, boundSince bool) {
 	}
 	// Every held teardown goes on under the new controller: each object is
 	// called again at the step it waits at. A stall is for good (the bug
-	// this test was written for); the bound leaves room for a loaded
-	// machine, where the new controller's build and start, and its first
-	// pass over what earlier tests left in terminating namespaces, took
-	// over 10 s of CI's 60 s before.
+	// this test was written for, and the one CI found: an object created
+	// in the second the new controller made its keys); the bound leaves
+	// room for the new controller's build, which the first upgrade of a
+	// run waits for (about 35 s on a loaded machine).
 	for name, step := range map[string]string{"at-a": "a", "at-b": "b", "relabelled": "a", "edited": "b", "live": "a"} {
 		testenv.Eventually(t, 2*time.Minute, name+" called again after the switch", func(context.Context) (bool, error) {
 			return hook.callsOfSince(objs[name].UID, step, switched) > 0, nil
