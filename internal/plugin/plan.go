@@ -159,7 +159,7 @@ func (o *PlanOptions) Run(ctx context.Context) error {
 		rep = buildPlan(root, items, o.Cascade, steps)
 	}
 	addUnused(ctx, o.cluster.kube, rep, unusedPolicies(policies))
-	addWaits(ctx, o.cluster.read, o.cluster.kube, rep, policiesByFinalizer(ctx, o.cluster.read))
+	addWaits(ctx, o.cluster.read, rep, policiesByFinalizer(ctx, o.cluster.read))
 	if !o.Output.isOwn() {
 		return o.Output.printReport(o.Out, rep.APIVersion, rep.Kind, rep)
 	}

@@ -14,7 +14,6 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 
 	"github.com/teardown-dev/teardown/internal/diagnose"
@@ -30,7 +29,6 @@ type cluster struct {
 	read *kube.Cluster
 	kube kubernetes.Interface
 	dyn  dynamic.Interface
-	meta metadata.Interface
 	// host is the API server's address, for the audit record.
 	host string
 	// namespace is the -n namespace, or the kubeconfig context's.
@@ -70,9 +68,6 @@ func newCluster(f *genericclioptions.ConfigFlags) (*cluster, error) {
 	}
 	if c.dyn, err = dynamic.NewForConfig(cfg); err != nil {
 		return nil, fmt.Errorf("creating a dynamic client: %w", err)
-	}
-	if c.meta, err = metadata.NewForConfig(cfg); err != nil {
-		return nil, fmt.Errorf("creating a metadata client: %w", err)
 	}
 	ns, explicit, err := f.ToRawKubeConfigLoader().Namespace()
 	if err != nil {

@@ -80,6 +80,15 @@ func (c *Cluster) Namespace(ctx context.Context, name string) (*corev1.Namespace
 	})
 }
 
+// Namespaces is every Namespace selector (a label selector, "" for all)
+// matches, in one paged list per run and selector.
+func (c *Cluster) Namespaces(ctx context.Context, selector string) ([]corev1.Namespace, error) {
+	return listOnce[corev1.Namespace](ctx, c, "namespaces/"+selector, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+		o.LabelSelector = selector
+		return c.kube.CoreV1().Namespaces().List(ctx, o)
+	})
+}
+
 // NamespaceTerminating is true when namespace ns is being deleted.
 func (c *Cluster) NamespaceTerminating(ctx context.Context, ns string) bool {
 	if ns == "" {
