@@ -21,10 +21,10 @@ import (
 )
 
 // cluster is a command run's access to the API server: the diagnosis
-// engine's read-only view (read), the plugin's own clients for what it
-// writes (release: the removal, /finalize, the audit Event) and reads
-// outside the engine, and the namespace -n (or the kubeconfig context)
-// names.
+// engine's read-only view (read), through which every command reads; the
+// plugin's own clients for what release writes (the removal, /finalize,
+// the audit Event), its read back of the result and who it writes as; and
+// the namespace -n (or the kubeconfig context) names.
 type cluster struct {
 	read *kube.Cluster
 	kube kubernetes.Interface

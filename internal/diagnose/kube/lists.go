@@ -338,6 +338,21 @@ func (c *Cluster) ClusterRoleBindings(ctx context.Context) ([]rbacv1.ClusterRole
 	})
 }
 
+// ClusterRoles is every ClusterRole.
+func (c *Cluster) ClusterRoles(ctx context.Context) ([]rbacv1.ClusterRole, error) {
+	return listOnce[rbacv1.ClusterRole](ctx, c, "clusterroles", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+		return c.kube.RbacV1().ClusterRoles().List(ctx, o)
+	})
+}
+
+// RoleBindingsIn is every RoleBinding of namespace ns (one namespace's
+// list, for a reader who may not list them all).
+func (c *Cluster) RoleBindingsIn(ctx context.Context, ns string) ([]rbacv1.RoleBinding, error) {
+	return listOnce[rbacv1.RoleBinding](ctx, c, "rolebindings/"+ns, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+		return c.kube.RbacV1().RoleBindings(ns).List(ctx, o)
+	})
+}
+
 // RoleBindings is every RoleBinding of every namespace.
 func (c *Cluster) RoleBindings(ctx context.Context) ([]rbacv1.RoleBinding, error) {
 	return listOnce[rbacv1.RoleBinding](ctx, c, "rolebindings", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
