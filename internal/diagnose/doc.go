@@ -47,7 +47,8 @@ SPDX-License-Identifier: Apache-2.0
 //   - summary.go: status's one-line blockers.
 //   - stepwaits.go: what a pending Teardown step waits on (WaitingOn,
 //     StepFailed), for the controller's diagnosis: its causes are the
-//     engine's, and its pods are judged as workloads' are (judgePod).
+//     engine's, and its pods are judged as workloads' and helpers' are
+//     (signals.JudgePod, the one pod judgement).
 //
 // docs/diagnose.md says how to add a cause.
 //

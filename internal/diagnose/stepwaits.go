@@ -14,6 +14,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/teardown-dev/teardown/internal/diagnose/signals"
 )
 
 // Causes of this family: what a pending step of a Teardown policy waits on,
@@ -88,8 +90,8 @@ func (e *Explainer) WaitingOn(ctx context.Context, kind string, ref StepRef) (f 
 			return Finding{}, false, false
 		}
 		if pod.DeletionTimestamp == nil {
-			if j := judgePod(pod); j.cannotRun {
-				return Finding{Cause: CausePodWaiting, Severity: SeverityBlocker, Object: podObjectRef(pod), Message: "cannot run: " + j.why}, true, true
+			if j := signals.JudgePod(pod); j.CannotRun {
+				return Finding{Cause: CausePodWaiting, Severity: SeverityBlocker, Object: podObjectRef(pod), Message: "cannot run: " + j.Why}, true, true
 			}
 			if kind == StepUnused {
 				return Finding{Cause: CauseStillInUse, Severity: SeverityWaiting, Object: podObjectRef(pod),
@@ -159,9 +161,9 @@ func (e *Explainer) jobRunning(ctx context.Context, ref StepRef) (Finding, bool,
 		if p.Labels[batchJobNameLabel] != ref.Name {
 			continue
 		}
-		if j := judgePod(p); j.cannotRun {
+		if j := signals.JudgePod(p); j.CannotRun {
 			return Finding{Cause: CausePodWaiting, Severity: SeverityBlocker, Object: podObjectRef(p),
-				Message: fmt.Sprintf("a pod of Job %s/%s, cannot run: %s", ref.Namespace, ref.Name, j.why)}, true, true
+				Message: fmt.Sprintf("a pod of Job %s/%s, cannot run: %s", ref.Namespace, ref.Name, j.Why)}, true, true
 		}
 		if p.Status.Phase == corev1.PodRunning || p.Status.Phase == corev1.PodPending {
 			active++

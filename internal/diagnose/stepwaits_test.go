@@ -9,12 +9,16 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
 )
 
 // TestWaitingOn is the controller's step family on the fake harness: a pod
@@ -77,5 +81,66 @@ func TestShortenCutsRunes(t *testing.T) {
 	}
 	if got := Shorten("short", 512); got != "short" {
 		t.Errorf("Shorten(short) = %q", got)
+	}
+}
+
+// TestControllerNoAllClearWithoutEvidence: the controller's diagnosis
+// (status.blockedObjects, its Event, teardown_blocked_objects) holds the
+// rule explain does. An object a step waits on, or the guarded object's
+// other finalizer, with no blocker and no evidence of progress (its owner
+// runs, nothing changed since the deletion) is the root cause Stalled, a
+// blocker that says what was checked; the same object with a condition
+// changed a minute ago is progressing, and not called stuck.
+func TestControllerNoAllClearWithoutEvidence(t *testing.T) {
+	const fin = "buckets.example.com/cleanup"
+	operator := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "bucket-operator", Namespace: "ops"},
+		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "manager", Image: "example.com/bucket-operator:v1", Command: []string{"/bucket-operator"}}}}}},
+		Status: appsv1.DeploymentStatus{Replicas: 1, ReadyReplicas: 1, AvailableReplicas: 1}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}
+	bucket := func(changed time.Duration) *unstructured.Unstructured {
+		m := deleting("shop", "photos", time.Hour, fin)
+		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "example.com/v1", "kind": "Bucket"}}
+		u.SetNamespace(m.Namespace)
+		u.SetName(m.Name)
+		u.SetUID(m.UID)
+		u.SetFinalizers(m.Finalizers)
+		u.SetDeletionTimestamp(m.DeletionTimestamp)
+		u.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "bucket-operator", Operation: metav1.ManagedFieldsOperationUpdate,
+			FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:finalizers":{"v:\"` + fin + `\"":{}}}}`)}})
+		_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{"type": "Ready", "status": "False", "reason": "Deleting",
+			"lastTransitionTime": testNow.Add(-changed).Format(time.RFC3339)}}, "status", "conditions")
+		return u
+	}
+	ref := StepRef{GVK: schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Bucket"}, Namespace: "shop", Name: "photos"}
+	cases := map[string]struct {
+		changed time.Duration
+		stuck   bool
+	}{
+		"nothing changed since the deletion": {changed: 3 * time.Hour, stuck: true},
+		"a condition changed a minute ago":   {changed: time.Minute},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			e, _ := fakeExplainer(t, testNow, ns, operator, bucket(tc.changed))
+			e = e.WithoutRemovalDryRun()
+			f, stuck, ok := e.WaitingOn(context.Background(), StepDelete, ref)
+			if stuck != tc.stuck || ok != tc.stuck {
+				t.Errorf("WaitingOn = %s %q (stuck %t, ok %t); want stuck %t", f.Cause, Sentence(f), stuck, ok, tc.stuck)
+			}
+			roots := e.RootBlockers(context.Background(), ref)
+			if !tc.stuck {
+				if len(roots) > 0 {
+					t.Errorf("RootBlockers of a progressing deletion = %s %q, want none", roots[0].Cause, Sentence(roots[0]))
+				}
+				return
+			}
+			if f.Cause != CauseStalled || f.Severity != SeverityBlocker || !strings.Contains(f.Message, "checked: ") {
+				t.Errorf("WaitingOn = %s (%s) %q; want a Stalled blocker that says what was checked", f.Cause, f.Severity, Sentence(f))
+			}
+			if len(roots) != 1 || roots[0].Cause != CauseStalled {
+				t.Errorf("RootBlockers = %v, want one Stalled", roots)
+			}
+		})
 	}
 }

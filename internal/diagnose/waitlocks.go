@@ -11,8 +11,11 @@ import (
 	"strings"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/teardown-dev/teardown/internal/diagnose/signals"
 )
 
 // leaderLockHeld: a workload with ready replicas reconciles only through
@@ -63,31 +66,26 @@ func (e *Explainer) staleLease(ctx context.Context, o *Owner) (Finding, bool) {
 	if err != nil {
 		return Finding{}, false
 	}
+	held := make([]*coordinationv1.Lease, 0, len(leases))
+	for i := range leases {
+		held = append(held, &leases[i])
+	}
 	serverNow, _ := e.c.ServerNow(e.now)
-	for _, le := range leases {
-		if le.Namespace != w.Namespace || le.Spec.HolderIdentity == nil || !strings.HasPrefix(*le.Spec.HolderIdentity, w.Name+"-") {
-			continue
-		}
-		holder := *le.Spec.HolderIdentity
-		pod, _, _ := strings.Cut(holder, "_")
-		duration := 15 * time.Second
-		if le.Spec.LeaseDurationSeconds != nil {
-			duration = time.Duration(*le.Spec.LeaseDurationSeconds) * time.Second
-		}
+	for _, le := range signals.LeasesOf(signals.Workload{Ref: signals.Ref{Kind: w.Kind, Namespace: w.Namespace, Name: w.Name}}, held, serverNow) {
 		// A failover takes a lease duration and a retry: only a Lease left
 		// past twice its duration (and a minute) has nobody trying.
-		if le.Spec.RenewTime == nil || serverNow.Sub(le.Spec.RenewTime.Time) <= max(2*duration, time.Minute) {
+		if le.NeverRenewed || le.Renewed <= max(2*le.Duration, time.Minute) {
 			continue
 		}
-		state := e.holderState(ctx, le.Namespace, pod)
+		state := e.holderState(ctx, le.Lease.Namespace, le.Pod)
 		if state == "" {
-			state = fmt.Sprintf("pod %s still runs but does not renew it", joinNS(le.Namespace, pod))
+			state = fmt.Sprintf("pod %s still runs but does not renew it", joinNS(le.Lease.Namespace, le.Pod))
 		}
-		age := serverNow.Sub(le.Spec.RenewTime.Time).Round(time.Second)
-		ref := ObjectRef{APIVersion: "coordination.k8s.io/v1", Kind: "Lease", Resource: "leases", Namespace: le.Namespace, Name: le.Name}
-		o.Evidence = append(o.Evidence, fmt.Sprintf("%s is held by %q, last renewed %s ago; %s", ref, holder, age, state))
+		age := le.Renewed.Round(time.Second)
+		ref := ObjectRef{APIVersion: "coordination.k8s.io/v1", Kind: "Lease", Resource: "leases", Namespace: le.Lease.Namespace, Name: le.Lease.Name}
+		o.Evidence = append(o.Evidence, fmt.Sprintf("%s is held by %q, last renewed %s ago; %s", ref, le.Holder, age, state))
 		return notLeading(o, ref, fmt.Sprintf("its leader Lease %s is held by %q, last renewed %s ago (past its %s duration), and %s",
-			ref, holder, age, ShortDuration(duration), state),
+			ref, le.Holder, age, ShortDuration(le.Duration), state),
 			"find why no ready replica takes the Lease over (its logs: leader election errors, a denied update of the Lease, a clock skew), and restart it"), true
 	}
 	return Finding{}, false

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/teardown-dev/teardown/internal/cleantext"
+	"github.com/teardown-dev/teardown/internal/diagnose/signals"
 )
 
 // unhealthyPrefix starts the evidence of an owner whose workload exists but
@@ -159,57 +160,6 @@ func ownedByWorkload(p *corev1.Pod, w workload) bool {
 	return false
 }
 
-// podWhy is why one pod is not ready, from its status; "" when it is.
-func podWhy(p *corev1.Pod) string { return judgePod(p).why }
-
-// podJudgement is the engine's one reading of a pod's status: why it is not
-// ready ("" when it is), and whether it cannot run at all (a container
-// waiting for a reason other than starting, such as ImagePullBackOff,
-// CrashLoopBackOff or CreateContainerConfigError; or not schedulable), as
-// opposed to starting, finishing or being deleted. Every text from the
-// kubelet or the scheduler is cleaned (cleantext) and bounded.
-type podJudgement struct {
-	why       string
-	cannotRun bool
-}
-
-func judgePod(p *corev1.Pod) podJudgement {
-	if p.DeletionTimestamp != nil {
-		return podJudgement{why: "terminating"}
-	}
-	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-		return podJudgement{why: fmt.Sprintf("%s (%s)", p.Status.Phase, cleantext.Clean(p.Status.Reason, 40))} // a phase the API server validated
-	}
-	for _, c := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
-		if c.State.Waiting != nil && c.State.Waiting.Reason != "" && c.State.Waiting.Reason != "PodInitializing" && c.State.Waiting.Reason != "ContainerCreating" {
-			s := fmt.Sprintf("container %s %s", cleantext.Clean(c.Name, 63), cleantext.Clean(c.State.Waiting.Reason, 40))
-			if t := c.LastTerminationState.Terminated; t != nil {
-				s += fmt.Sprintf(" (restarted %d times, last exit %d: %s)", c.RestartCount, t.ExitCode, cleantext.Clean(t.Reason, 40))
-			} else if c.State.Waiting.Message != "" {
-				s += ": " + cleantext.Clean(c.State.Waiting.Message, 120)
-			}
-			return podJudgement{why: s, cannotRun: true}
-		}
-	}
-	if podReady(p) {
-		return podJudgement{}
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
-			return podJudgement{why: fmt.Sprintf("Pending, %s: %s", cleantext.Clean(c.Reason, 40), cleantext.Clean(c.Message, 120)),
-				cannotRun: c.Reason == corev1.PodReasonUnschedulable}
-		}
-	}
-	if p.Spec.NodeName == "" {
-		return podJudgement{why: "Pending, not scheduled to a node"}
-	}
-	if p.Status.Phase == corev1.PodPending || p.Status.Phase == "" {
-		return podJudgement{why: "Pending on node " + cleantext.Clean(p.Spec.NodeName, 253) + ", no container started (no status from its kubelet)"}
-	}
-	for _, c := range p.Status.ContainerStatuses {
-		if !c.Ready {
-			return podJudgement{why: fmt.Sprintf("%s, container %s not ready (readiness probe)", cleantext.Clean(string(p.Status.Phase), 40), cleantext.Clean(c.Name, 63))}
-		}
-	}
-	return podJudgement{why: cleantext.Clean(string(p.Status.Phase), 40) + ", not ready"}
-}
+// podWhy is why one pod is not ready, from the engine's one reading of a
+// pod (signals.JudgePod); "" when it is.
+func podWhy(p *corev1.Pod) string { return signals.JudgePod(p).Why }

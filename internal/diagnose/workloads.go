@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/teardown-dev/teardown/internal/diagnose/kube"
+	"github.com/teardown-dev/teardown/internal/diagnose/signals"
 )
 
 // This file finds the workload or Lease a finalizer's owner runs as.
@@ -87,7 +88,7 @@ func (e *Explainer) matchingWorkloads(ctx context.Context, candidates []string) 
 			}
 			p := pods[0]
 			ready := int32(0)
-			if podReady(&p) && p.DeletionTimestamp == nil {
+			if signals.PodReady(&p) && p.DeletionTimestamp == nil {
 				ready = 1
 			}
 			return []workload{{Ref: ObjectRef{APIVersion: "v1", Kind: "Pod", Resource: "pods", Namespace: p.Namespace, Name: p.Name}, Labels: p.Labels, Ready: ready, Desired: 1, Deleting: p.DeletionTimestamp != nil,
@@ -160,15 +161,6 @@ func replicas(p *int32) int32 {
 		return 1
 	}
 	return *p
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // workloadList is every Deployment, StatefulSet and DaemonSet, read once

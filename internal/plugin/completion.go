@@ -13,9 +13,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
+
+	"github.com/teardown-dev/teardown/internal/diagnose/kube"
 )
 
 // Shell completion, for `kubectl teardown <TAB>` through the
@@ -102,20 +103,14 @@ func completeNames(flags *genericclioptions.ConfigFlags, typ, prefix string) []s
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), completionTimeout)
 	defer cancel()
-	r := c.meta.Resource(t.GVR)
-	var l *metav1.PartialObjectMetadataList
-	if t.Namespaced {
-		l, err = r.Namespace(t.Namespace).List(ctx, metav1.ListOptions{})
-	} else {
-		l, err = r.List(ctx, metav1.ListOptions{})
-	}
-	if err != nil {
+	items, errs := c.read.ListMeta(ctx, []kube.APIResource{{GVR: t.GVR, Kind: t.GVK.Kind, Namespaced: t.Namespaced}}, t.Namespace, "", 1)
+	if len(errs) > 0 {
 		return nil
 	}
 	var out []string
-	for _, it := range l.Items {
-		if strings.HasPrefix(it.Name, prefix) {
-			out = append(out, it.Name)
+	for _, it := range items {
+		if strings.HasPrefix(it.Obj.Name, prefix) {
+			out = append(out, it.Obj.Name)
 		}
 	}
 	sort.Strings(out)

@@ -158,8 +158,8 @@ func (o *PlanOptions) Run(ctx context.Context) error {
 	} else {
 		rep = buildPlan(root, items, o.Cascade, steps)
 	}
-	addUnused(ctx, o.cluster.kube, rep, unusedPolicies(policies))
-	addWaits(ctx, o.cluster.read, o.cluster.kube, rep, policiesByFinalizer(ctx, o.cluster.read))
+	addUnused(ctx, o.cluster.read, rep, unusedPolicies(policies))
+	addWaits(ctx, o.cluster.read, rep, policiesByFinalizer(ctx, o.cluster.read))
 	if !o.Output.isOwn() {
 		return o.Output.printReport(o.Out, rep.APIVersion, rep.Kind, rep)
 	}

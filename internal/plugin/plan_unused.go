@@ -11,13 +11,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/pager"
 
 	"github.com/teardown-dev/teardown/internal/diagnose"
+	"github.com/teardown-dev/teardown/internal/diagnose/kube"
 	"github.com/teardown-dev/teardown/internal/inuse"
 )
 
@@ -90,7 +87,7 @@ type unusedQuery struct {
 // addUnused fills in, for each object of rep an unused step would hold, the
 // pods that hold it now. The pods (and, for RBAC kinds, the bindings) are
 // listed once for the whole plan, in pages.
-func addUnused(ctx context.Context, kube kubernetes.Interface, rep *PlanReport, policies map[string]unusedPolicy) {
+func addUnused(ctx context.Context, c *kube.Cluster, rep *PlanReport, policies map[string]unusedPolicy) {
 	if len(policies) == 0 {
 		return
 	}
@@ -115,7 +112,7 @@ func addUnused(ctx context.Context, kube kubernetes.Interface, rep *PlanReport, 
 	if len(queries) == 0 {
 		return
 	}
-	snap, err := listUses(ctx, kube, queries)
+	snap, err := listUses(ctx, c, queries)
 	for _, q := range queries {
 		for _, step := range q.up.steps {
 			u := PlanUnused{Finalizer: q.fin, Step: step, Scope: q.up.scope}
@@ -154,68 +151,52 @@ func (u *PlanUnused) fill(snap *inuse.Snapshot, gk schema.GroupKind, obj diagnos
 
 // listUses lists what queries need, once for the whole plan, with the
 // controller's own inuse.Gather.
-func listUses(ctx context.Context, kube kubernetes.Interface, queries []unusedQuery) (*inuse.Snapshot, error) {
+func listUses(ctx context.Context, c *kube.Cluster, queries []unusedQuery) (*inuse.Snapshot, error) {
 	var qs []inuse.Query
 	for _, q := range queries {
 		qs = append(qs, inuse.Query{GK: q.gk, Namespace: q.node.Object.Namespace, Name: q.node.Object.Name, Scope: q.up.scope})
 	}
-	snap, err := inuse.Gather(ctx, pagerLists{kube}, qs)
+	snap, err := inuse.Gather(ctx, clusterLists{c}, qs)
 	if err != nil {
 		return nil, fmt.Errorf("cannot tell which pods use it: %w", err)
 	}
 	return snap, nil
 }
 
-// pagerLists is inuse.Lists through client-go's pager.
-type pagerLists struct{ kube kubernetes.Interface }
+// clusterLists is inuse.Lists through the engine's read-only layer: each
+// list read once for the plan, in pages.
+type clusterLists struct{ c *kube.Cluster }
 
-func (l pagerLists) RoleBindings(ctx context.Context, ns string, each func(*rbacv1.RoleBinding)) error {
-	return eachListItem(ctx, func(opts metav1.ListOptions) (runtime.Object, error) {
-		return l.kube.RbacV1().RoleBindings(ns).List(ctx, opts)
-	}, func(obj runtime.Object) {
-		if b, ok := obj.(*rbacv1.RoleBinding); ok {
-			each(b)
-		}
-	})
+func (l clusterLists) RoleBindings(ctx context.Context, ns string, each func(*rbacv1.RoleBinding)) error {
+	items, err := l.c.RoleBindingsIn(ctx, ns)
+	for i := range items {
+		each(&items[i])
+	}
+	return err
 }
 
-func (l pagerLists) ClusterRoleBindings(ctx context.Context, each func(*rbacv1.ClusterRoleBinding)) error {
-	return eachListItem(ctx, func(opts metav1.ListOptions) (runtime.Object, error) {
-		return l.kube.RbacV1().ClusterRoleBindings().List(ctx, opts)
-	}, func(obj runtime.Object) {
-		if b, ok := obj.(*rbacv1.ClusterRoleBinding); ok {
-			each(b)
-		}
-	})
+func (l clusterLists) ClusterRoleBindings(ctx context.Context, each func(*rbacv1.ClusterRoleBinding)) error {
+	items, err := l.c.ClusterRoleBindings(ctx)
+	for i := range items {
+		each(&items[i])
+	}
+	return err
 }
 
-func (l pagerLists) ClusterRoles(ctx context.Context, each func(*rbacv1.ClusterRole)) error {
-	return eachListItem(ctx, func(opts metav1.ListOptions) (runtime.Object, error) {
-		return l.kube.RbacV1().ClusterRoles().List(ctx, opts)
-	}, func(obj runtime.Object) {
-		if r, ok := obj.(*rbacv1.ClusterRole); ok {
-			each(r)
-		}
-	})
+func (l clusterLists) ClusterRoles(ctx context.Context, each func(*rbacv1.ClusterRole)) error {
+	items, err := l.c.ClusterRoles(ctx)
+	for i := range items {
+		each(&items[i])
+	}
+	return err
 }
 
-func (l pagerLists) Pods(ctx context.Context, ns string, each func(*corev1.Pod)) error {
-	return eachListItem(ctx, func(opts metav1.ListOptions) (runtime.Object, error) {
-		return l.kube.CoreV1().Pods(ns).List(ctx, opts)
-	}, func(obj runtime.Object) {
-		if p, ok := obj.(*corev1.Pod); ok {
-			each(p)
-		}
-	})
-}
-
-// eachListItem lists in pages with client-go's pager (500 items a page), so
-// that a cluster with many pods is never read in one response.
-func eachListItem(ctx context.Context, list func(metav1.ListOptions) (runtime.Object, error), each func(runtime.Object)) error {
-	return pager.New(pager.SimplePageFunc(list)).EachListItem(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
-		each(obj)
-		return nil
-	})
+func (l clusterLists) Pods(ctx context.Context, ns string, each func(*corev1.Pod)) error {
+	items, err := l.c.Pods(ctx, ns)
+	for i := range items {
+		each(&items[i])
+	}
+	return err
 }
 
 // summary is the plan's line for u: that the object is held while pods use

@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/kubernetes"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/internal/diagnose"
@@ -105,7 +104,7 @@ func hasResourceSteps(steps []teardownv1alpha1.Step) bool {
 
 // addWaits fills in, for each object of rep a policy's wait or delete steps
 // would run for, the objects those steps would wait for now.
-func addWaits(ctx context.Context, c *kube.Cluster, kc kubernetes.Interface, rep *PlanReport, policies map[string]stepPolicy) {
+func addWaits(ctx context.Context, c *kube.Cluster, rep *PlanReport, policies map[string]stepPolicy) {
 	if len(policies) == 0 {
 		return
 	}
@@ -114,7 +113,7 @@ func addWaits(ctx context.Context, c *kube.Cluster, kc kubernetes.Interface, rep
 	walk = func(n *PlanNode) {
 		for _, f := range n.Finalizers {
 			if p, ok := policies[f]; ok {
-				n.Waits = append(n.Waits, planWaits(ctx, c, kc, resources, f, p, n.Object)...)
+				n.Waits = append(n.Waits, planWaits(ctx, c, resources, f, p, n.Object)...)
 			}
 		}
 		for i := range n.Children {
@@ -126,7 +125,7 @@ func addWaits(ctx context.Context, c *kube.Cluster, kc kubernetes.Interface, rep
 
 // planWaits lists, for each resource of p's wait and delete steps, what it
 // selects for obj.
-func planWaits(ctx context.Context, c *kube.Cluster, kc kubernetes.Interface, resources []kube.APIResource, fin string, p stepPolicy, obj diagnose.ObjectRef) []PlanWait {
+func planWaits(ctx context.Context, c *kube.Cluster, resources []kube.APIResource, fin string, p stepPolicy, obj diagnose.ObjectRef) []PlanWait {
 	var out []PlanWait
 	for _, s := range p.spec.Steps {
 		var list []teardownv1alpha1.ResourceSelector
@@ -142,7 +141,7 @@ func planWaits(ctx context.Context, c *kube.Cluster, kc kubernetes.Interface, re
 		for _, res := range list {
 			w := w
 			w.APIVersion, w.Kind = res.APIVersion, res.Kind
-			if err := w.fill(ctx, c, kc, resources, p, res, obj); err != nil {
+			if err := w.fill(ctx, c, resources, p, res, obj); err != nil {
 				w.Error = err.Error()
 			}
 			out = append(out, w)
@@ -153,7 +152,7 @@ func planWaits(ctx context.Context, c *kube.Cluster, kc kubernetes.Interface, re
 
 // fill lists the objects res selects for obj, as the controller would look
 // for them.
-func (w *PlanWait) fill(ctx context.Context, c *kube.Cluster, kc kubernetes.Interface, resources []kube.APIResource, p stepPolicy, res teardownv1alpha1.ResourceSelector, obj diagnose.ObjectRef) error {
+func (w *PlanWait) fill(ctx context.Context, c *kube.Cluster, resources []kube.APIResource, p stepPolicy, res teardownv1alpha1.ResourceSelector, obj diagnose.ObjectRef) error {
 	gv, err := schema.ParseGroupVersion(res.APIVersion)
 	if err != nil {
 		return err
@@ -175,12 +174,12 @@ func (w *PlanWait) fill(ctx context.Context, c *kube.Cluster, kc kubernetes.Inte
 	}
 	in := func(string) bool { return true }
 	if namespaces != nil {
-		list, err := kc.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: namespaces.String()})
+		list, err := c.Namespaces(ctx, namespaces.String())
 		if err != nil {
 			return fmt.Errorf("listing the namespaces of its namespaceSelector: %w", err)
 		}
 		set := map[string]bool{}
-		for _, n := range list.Items {
+		for _, n := range list {
 			set[n.Name] = true
 		}
 		in = func(ns string) bool { return set[ns] }

@@ -14,7 +14,6 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 
 	"github.com/teardown-dev/teardown/internal/diagnose"
@@ -22,15 +21,14 @@ import (
 )
 
 // cluster is a command run's access to the API server: the diagnosis
-// engine's read-only view (read), the plugin's own clients for what it
-// writes (release: the removal, /finalize, the audit Event) and reads
-// outside the engine, and the namespace -n (or the kubeconfig context)
-// names.
+// engine's read-only view (read), through which every command reads; the
+// plugin's own clients for what release writes (the removal, /finalize,
+// the audit Event), its read back of the result and who it writes as; and
+// the namespace -n (or the kubeconfig context) names.
 type cluster struct {
 	read *kube.Cluster
 	kube kubernetes.Interface
 	dyn  dynamic.Interface
-	meta metadata.Interface
 	// host is the API server's address, for the audit record.
 	host string
 	// namespace is the -n namespace, or the kubeconfig context's.
@@ -70,9 +68,6 @@ func newCluster(f *genericclioptions.ConfigFlags) (*cluster, error) {
 	}
 	if c.dyn, err = dynamic.NewForConfig(cfg); err != nil {
 		return nil, fmt.Errorf("creating a dynamic client: %w", err)
-	}
-	if c.meta, err = metadata.NewForConfig(cfg); err != nil {
-		return nil, fmt.Errorf("creating a metadata client: %w", err)
 	}
 	ns, explicit, err := f.ToRawKubeConfigLoader().Namespace()
 	if err != nil {

@@ -366,7 +366,7 @@ func (o *ReleaseOptions) auditEvent(ctx context.Context, ref diagnose.ObjectRef,
 	where := ref.Namespace
 	if where == "" || (o.target.IsNamespace()) {
 		where = metav1.NamespaceDefault
-	} else if ns, err := o.cluster.kube.CoreV1().Namespaces().Get(ctx, where, metav1.GetOptions{}); err != nil || ns.DeletionTimestamp != nil {
+	} else if ns, err := o.cluster.read.Namespace(ctx, where); err != nil || ns.DeletionTimestamp != nil {
 		where = metav1.NamespaceDefault
 	}
 	now := metav1.NewTime(rec.Time)
@@ -436,14 +436,13 @@ func (o *ReleaseOptions) dryRun(ctx context.Context, obj *unstructured.Unstructu
 		if cerr != nil {
 			return diagnose.RemovalCheck{Error: cerr.Error()}
 		}
-		err = o.cluster.kube.CoreV1().RESTClient().Put().Resource("namespaces").Name(ns.Name).SubResource("finalize").
-			Param("dryRun", metav1.DryRunAll).Body(ns).Do(ctx).Error()
+		err = o.cluster.read.DryRunFinalize(ctx, ns)
 	} else {
 		patch, perr := o.removal(obj, index, rv, record.ReleasedDryRun(o.Finalizer, o.Reason))
 		if perr != nil {
 			return diagnose.RemovalCheck{Error: perr.Error()}
 		}
-		_, err = o.resource().Patch(ctx, obj.GetName(), types.JSONPatchType, patch, metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
+		err = o.cluster.read.DryRunRemoval(ctx, o.target.GVR, o.target.Namespace, obj.GetName(), patch)
 	}
 	if err != nil {
 		return diagnose.RemovalCheck{Error: err.Error()}

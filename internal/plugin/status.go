@@ -315,13 +315,13 @@ func (o *StatusOptions) collect(ctx context.Context) (*StatusReport, error) {
 	// namespaces can still see their own.
 	var namespaces []corev1.Namespace
 	if o.namespace == "" {
-		nsList, err := o.cluster.kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: o.Selector})
+		list, err := o.cluster.read.Namespaces(ctx, o.Selector)
 		if err != nil {
 			return nil, fmt.Errorf("listing namespaces: %w", err)
 		}
-		namespaces = nsList.Items
+		namespaces = list
 	} else {
-		ns, err := o.cluster.kube.CoreV1().Namespaces().Get(ctx, o.namespace, metav1.GetOptions{})
+		ns, err := o.cluster.read.Namespace(ctx, o.namespace)
 		switch {
 		case err == nil:
 			if o.selector == nil || o.selector.Matches(labels.Set(ns.Labels)) {

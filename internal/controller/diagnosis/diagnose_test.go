@@ -13,14 +13,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
-	"github.com/teardown-dev/teardown/internal/testenv"
 )
 
 // TestTenantView: a TeardownPolicy's diagnosis names nothing outside its
 // namespace: a blocker elsewhere, cluster-scoped, or whose finalizer's
 // owner runs elsewhere becomes OutsideNamespace without any of its text.
 func TestTenantView(t *testing.T) {
-	testenv.SkipShort(t)
 	cm := func(ns string) *teardownv1alpha1.ObjectReference {
 		return &teardownv1alpha1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: ns, Name: "held"}
 	}

@@ -9,6 +9,7 @@ import (
 	"context"
 	"reflect"
 
+	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -58,6 +59,14 @@ func (c *Cluster) DryRunOrphaning(ctx context.Context, gvr schema.GroupVersionRe
 // needs no read first, so it also works where reads do not.
 func (c *Cluster) DryRunStripFinalizers(ctx context.Context, gvr schema.GroupVersionResource, ns, name string) error {
 	return c.dryRunPatch(ctx, gvr, ns, name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))
+}
+
+// DryRunFinalize sends ns, a namespace whose spec.finalizers lack the token
+// to remove (at the resourceVersion read), to its /finalize subresource:
+// the write a release of a namespace's token makes.
+func (c *Cluster) DryRunFinalize(ctx context.Context, ns *corev1.Namespace) error {
+	_, err := c.kube.CoreV1().Namespaces().Finalize(ctx, ns, metav1.UpdateOptions{DryRun: dryRunAll})
+	return err
 }
 
 func (c *Cluster) dryRunPatch(ctx context.Context, gvr schema.GroupVersionResource, ns, name string, pt types.PatchType, patch []byte) error {

@@ -80,6 +80,15 @@ func (c *Cluster) Namespace(ctx context.Context, name string) (*corev1.Namespace
 	})
 }
 
+// Namespaces is every Namespace selector (a label selector, "" for all)
+// matches, in one paged list per run and selector.
+func (c *Cluster) Namespaces(ctx context.Context, selector string) ([]corev1.Namespace, error) {
+	return listOnce[corev1.Namespace](ctx, c, "namespaces/"+selector, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+		o.LabelSelector = selector
+		return c.kube.CoreV1().Namespaces().List(ctx, o)
+	})
+}
+
 // NamespaceTerminating is true when namespace ns is being deleted.
 func (c *Cluster) NamespaceTerminating(ctx context.Context, ns string) bool {
 	if ns == "" {
@@ -326,6 +335,21 @@ func (c *Cluster) DaemonSets(ctx context.Context) ([]appsv1.DaemonSet, error) {
 func (c *Cluster) ClusterRoleBindings(ctx context.Context) ([]rbacv1.ClusterRoleBinding, error) {
 	return listOnce[rbacv1.ClusterRoleBinding](ctx, c, "clusterrolebindings", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 		return c.kube.RbacV1().ClusterRoleBindings().List(ctx, o)
+	})
+}
+
+// ClusterRoles is every ClusterRole.
+func (c *Cluster) ClusterRoles(ctx context.Context) ([]rbacv1.ClusterRole, error) {
+	return listOnce[rbacv1.ClusterRole](ctx, c, "clusterroles", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+		return c.kube.RbacV1().ClusterRoles().List(ctx, o)
+	})
+}
+
+// RoleBindingsIn is every RoleBinding of namespace ns (one namespace's
+// list, for a reader who may not list them all).
+func (c *Cluster) RoleBindingsIn(ctx context.Context, ns string) ([]rbacv1.RoleBinding, error) {
+	return listOnce[rbacv1.RoleBinding](ctx, c, "rolebindings/"+ns, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+		return c.kube.RbacV1().RoleBindings(ns).List(ctx, o)
 	})
 }
 

@@ -82,65 +82,23 @@ func (h HelperFailure) String() string {
 	return s
 }
 
-// waitingFailures are container waiting reasons that will not clear by
-// themselves.
-var waitingFailures = map[string]bool{
-	"ImagePullBackOff": true, "ErrImagePull": true, "InvalidImageName": true, "CrashLoopBackOff": true,
-	"CreateContainerConfigError": true, "CreateContainerError": true, "RunContainerError": true,
-}
-
-// PodFailure reads why a helper pod failed: Failed with its container's
-// termination (reason, exit code, message), evicted, unschedulable, or a
-// container that cannot start. A pod running or succeeded has no failure.
+// PodFailure reads why a helper pod failed, from the engine's one reading
+// of a pod (JudgePod): Failed with its container's termination (reason,
+// exit code, message), evicted, unschedulable, or a container that cannot
+// start. A pod that runs, starts, succeeded or is being deleted has no
+// failure.
 func PodFailure(pod *corev1.Pod) (HelperFailure, bool) {
-	h := HelperFailure{
-		Helper:         Ref{APIVersion: "v1", Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name},
-		ServiceAccount: pod.Namespace + "/" + orDefault(pod.Spec.ServiceAccountName),
-	}
-	statuses := append(append([]corev1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...)
-	switch pod.Status.Phase {
-	case corev1.PodFailed:
-		h.Reason = "Failed"
-		if pod.Status.Reason != "" {
-			h.Reason += ": " + pod.Status.Reason
-			h.Message = pod.Status.Message
-		}
-		for _, cs := range statuses {
-			term := cs.State.Terminated
-			if term == nil {
-				term = cs.LastTerminationState.Terminated
-			}
-			if term == nil || term.ExitCode == 0 {
-				continue
-			}
-			h.Reason = fmt.Sprintf("Failed: %s (exit %d)", orText(term.Reason, "Error"), term.ExitCode)
-			h.Message = term.Message
-			break
-		}
-	case corev1.PodPending:
-		for _, c := range pod.Status.Conditions {
-			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
-				h.Reason, h.Message = orText(c.Reason, "Unschedulable"), c.Message
-			}
-		}
-	}
-	if h.Reason == "" {
-		for _, cs := range statuses {
-			if w := cs.State.Waiting; w != nil && waitingFailures[w.Reason] {
-				h.Reason, h.Message = w.Reason, w.Message
-				if w.Reason == "CrashLoopBackOff" && cs.LastTerminationState.Terminated != nil {
-					h.Message = cs.LastTerminationState.Terminated.Message
-				}
-				break
-			}
-		}
-	}
-	if h.Reason == "" {
+	j := JudgePod(pod)
+	if !j.Failed && !j.CannotRun {
 		return HelperFailure{}, false
 	}
-	h.Message = cleantext.Clean(strings.TrimSpace(h.Message), maxText)
-	h.Access = ForbiddenIn(h.Message)
-	return h, true
+	return HelperFailure{
+		Helper:         Ref{APIVersion: "v1", Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name},
+		ServiceAccount: pod.Namespace + "/" + orDefault(pod.Spec.ServiceAccountName),
+		Reason:         j.Reason,
+		Message:        j.Message,
+		Access:         ForbiddenIn(j.Message),
+	}, true
 }
 
 // JobFailure reads why a helper Job failed: its Failed condition, made
@@ -154,7 +112,7 @@ func JobFailure(job *batchv1.Job, pods []*corev1.Pod) (HelperFailure, bool) {
 	}
 	for _, c := range job.Status.Conditions {
 		if c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue {
-			h.Reason, h.Message = orText(c.Reason, "Failed"), c.Message
+			h.Reason, h.Message = cleantext.Clean(orText(c.Reason, "Failed"), 40), c.Message
 		}
 	}
 	var newest *corev1.Pod

@@ -228,29 +228,41 @@ func imageName(image string) string {
 	return image
 }
 
-// LeaseVerdict is the leader-election Lease a workload holds.
+// LeaseVerdict is a leader-election Lease a workload holds.
 type LeaseVerdict struct {
-	Lease  string // namespace/name
+	Lease  Ref
 	Holder string
+	// Pod is the holder's pod, from its identity.
+	Pod string
+	// Renewed is how long ago it was last renewed; NeverRenewed when it
+	// has no renew time.
+	Renewed      time.Duration
+	NeverRenewed bool
+	// Duration is its lease duration (15s when it says none).
+	Duration time.Duration
 	// Expired: not renewed within its duration.
 	Expired bool
-	Renewed time.Duration // how long ago
 }
 
 // String is "Lease capi-system/controller-leader-elect-capa held by ..., renewed 5s ago".
 func (l LeaseVerdict) String() string {
-	s := fmt.Sprintf("Lease %s held by %s, renewed %s ago", l.Lease, l.Holder, Age(l.Renewed))
+	s := fmt.Sprintf("%s held by %s, renewed %s ago", l.Lease, l.Holder, Age(l.Renewed))
+	if l.NeverRenewed {
+		s = fmt.Sprintf("%s held by %s, never renewed", l.Lease, l.Holder)
+	}
 	if l.Expired {
 		s += " (expired)"
 	}
 	return s
 }
 
-// LeaseOf finds the Lease w leads, wherever it is named: its holder is one
-// of w's pods (controller-runtime and client-go write "<pod>_<uuid>" or the
-// pod's name), in w's namespace. A Lease named after the component rather
-// than the binary is found by its holder.
-func LeaseOf(w Workload, leases []*coordinationv1.Lease, now time.Time) (LeaseVerdict, bool) {
+// LeasesOf finds the Leases w leads, wherever they are named: their holder
+// is one of w's pods (controller-runtime and client-go write
+// "<pod>_<uuid>" or the pod's name), in w's namespace. A Lease named after
+// the component rather than the binary is found by its holder. now is the
+// API server's clock, which wrote the renew times.
+func LeasesOf(w Workload, leases []*coordinationv1.Lease, now time.Time) []LeaseVerdict {
+	var out []LeaseVerdict
 	for _, l := range leases {
 		if l.Namespace != w.Ref.Namespace || l.Spec.HolderIdentity == nil {
 			continue
@@ -260,18 +272,18 @@ func LeaseOf(w Workload, leases []*coordinationv1.Lease, now time.Time) (LeaseVe
 		if !strings.HasPrefix(pod, w.Ref.Name+"-") {
 			continue
 		}
-		v := LeaseVerdict{Lease: l.Namespace + "/" + l.Name, Holder: holder}
+		v := LeaseVerdict{Lease: Ref{APIVersion: "coordination.k8s.io/v1", Kind: "Lease", Namespace: l.Namespace, Name: l.Name},
+			Holder: holder, Pod: pod, Duration: 15 * time.Second}
+		if l.Spec.LeaseDurationSeconds != nil {
+			v.Duration = time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second
+		}
 		if l.Spec.RenewTime != nil {
 			v.Renewed = now.Sub(l.Spec.RenewTime.Time)
-			dur := 15 * time.Second
-			if l.Spec.LeaseDurationSeconds != nil {
-				dur = time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second
-			}
-			v.Expired = v.Renewed > dur
+			v.Expired = v.Renewed > v.Duration
 		} else {
-			v.Expired = true
+			v.NeverRenewed, v.Expired = true, true
 		}
-		return v, true
+		out = append(out, v)
 	}
-	return LeaseVerdict{}, false
+	return out
 }

@@ -105,10 +105,10 @@ func TestMatchRemover(t *testing.T) {
 	}
 }
 
-// TestLeaseOf: the liveness of the Cluster API AWS provider is kept in a
+// TestLeasesOf: the liveness of the Cluster API AWS provider is kept in a
 // Lease named after the component (controller-leader-elect-capa), not the
 // binary (manager); its holder names the pod.
-func TestLeaseOf(t *testing.T) {
+func TestLeasesOf(t *testing.T) {
 	w := Workload{Ref: Ref{Kind: "Deployment", Namespace: "capa-system", Name: "capa-controller-manager"}}
 	lease := func(name, holder string, renewed time.Duration) *coordinationv1.Lease {
 		return typed[coordinationv1.Lease](t, fmt.Sprintf(`{metadata: {name: %s, namespace: capa-system}, spec: {holderIdentity: %q, leaseDurationSeconds: 15, renewTime: %q}}`,
@@ -118,12 +118,12 @@ func TestLeaseOf(t *testing.T) {
 		lease("other", "some-other-7d9f-abcde_1", time.Second),
 		lease("controller-leader-elect-capa", "capa-controller-manager-6f7c9d-x2x9z_0b1c", 4*time.Second),
 	}
-	v, ok := LeaseOf(w, leases, now)
-	if !ok || v.Lease != "capa-system/controller-leader-elect-capa" || v.Expired {
-		t.Errorf("LeaseOf = %v, %v; want the component-named Lease, fresh", v, ok)
+	vs := LeasesOf(w, leases, now)
+	if len(vs) != 1 || vs[0].Lease.String() != "Lease capa-system/controller-leader-elect-capa" || vs[0].Pod != "capa-controller-manager-6f7c9d-x2x9z" || vs[0].Expired {
+		t.Errorf("LeasesOf = %v; want the component-named Lease, fresh", vs)
 	}
-	v, ok = LeaseOf(w, []*coordinationv1.Lease{lease("controller-leader-elect-capa", "capa-controller-manager-6f7c9d-x2x9z_0b1c", 10*time.Minute)}, now)
-	if !ok || !v.Expired {
-		t.Errorf("LeaseOf = %v, %v; want expired", v, ok)
+	vs = LeasesOf(w, []*coordinationv1.Lease{lease("controller-leader-elect-capa", "capa-controller-manager-6f7c9d-x2x9z_0b1c", 10*time.Minute)}, now)
+	if len(vs) != 1 || !vs[0].Expired || vs[0].Renewed != 10*time.Minute {
+		t.Errorf("LeasesOf = %v; want expired, renewed 10m ago", vs)
 	}
 }

@@ -163,6 +163,14 @@ func New(t testing.TB, objs ...runtime.Object) (*kube.Cluster, *Fakes) {
 	f.Kube.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		return a.GetSubresource() == "eviction", nil, nil
 	})
+	// The fake's /finalize drops the dry-run option: answer with the body,
+	// as the API server answers a dry-run, and change nothing.
+	f.Kube.PrependReactor("create", "namespaces", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "finalize" {
+			return false, nil, nil
+		}
+		return true, a.(k8stesting.CreateAction).GetObject(), nil
+	})
 	c := kube.New(kube.Clients{Kube: f.Kube, Dynamic: servedOnly{Interface: f.Dynamic, served: served(listKinds)}, Metadata: f.Metadata, Discovery: preferred{disc}, Mapper: mapper})
 	return c, f
 }
