@@ -275,7 +275,7 @@ func dumpState(t *testing.T, ns string, c interface{ Grep(string, int) []string 
 			t.Logf("state: %s: %v", name, err)
 			continue
 		}
-		t.Logf("state: %s uid %s deleting %v finalizers %v labels %v annotations %v", name, got.UID, got.DeletionTimestamp, got.Finalizers, got.Labels, got.Annotations)
+		t.Logf("state: %s uid %s created %v deleting %v finalizers %v labels %v annotations %v", name, got.UID, got.CreationTimestamp, got.DeletionTimestamp, got.Finalizers, got.Labels, got.Annotations)
 	}
 	for _, p := range pols {
 		got := &teardownv1alpha1.TeardownPolicy{}
