@@ -67,12 +67,20 @@ func (rec record) sealed(keys *recordseal.Keyring, key string) (record, error) {
 	if keys == nil {
 		return rec, nil
 	}
-	text, err := json.Marshal(rec)
+	text, err := rec.sealedText()
 	if err != nil {
 		return record{}, err
 	}
-	rec.Seal = keys.Seal(StateAnnotation(key), string(text))
+	rec.Seal = keys.Seal(StateAnnotation(key), text)
 	return rec, nil
+}
+
+// sealedText is what rec's seal covers, with key's annotation name: the
+// record without its seal, as JSON.
+func (rec record) sealedText() (string, error) {
+	rec.Seal = ""
+	text, err := json.Marshal(rec)
+	return string(text), err
 }
 
 // proven reports whether rec, key's record bound to obj, is the
@@ -88,10 +96,8 @@ func (rs Records) proven(obj metav1.Object, key string, rec record) bool {
 	if rec.Seal == "" {
 		return rs.olderThanKeys(obj)
 	}
-	seal := rec.Seal
-	rec.Seal = ""
-	text, err := json.Marshal(rec)
-	return err == nil && rs.Keys.Verify(seal, StateAnnotation(key), string(text))
+	text, err := rec.sealedText()
+	return err == nil && rs.Keys.Verify(rec.Seal, StateAnnotation(key), text)
 }
 
 // epoch is the leadership that wrote rec.
