@@ -205,19 +205,21 @@ func (r *Runner) Run(ctx context.Context, pol *policy.Policy, key string, t Obje
 	if err := r.Lease.Allow(); err != nil {
 		return finalizer.Retry(err)
 	}
-	// One read of the record (its seal checked once) gives both where the
-	// cleanup stands and what the writes test against.
-	recorded, ok := r.Records.read(t.Obj, pol, key)
+	// One read of the record (its seal checked once) gives where the
+	// cleanup stands, what the writes test against, and whether a writer
+	// ahead of this one holds it.
+	bound, isBound := r.Records.bound(t.Obj, key)
+	recorded, ok := bound.of(pol, isBound)
 	pos := position(t.Obj, pol, recorded, ok, r.now())
 	i, since := pos.Index, pos.Since
-	if _, bound := r.Records.bound(t.Obj, key); !bound && len(pol.Steps) > 0 && noRoomFor(t.Obj, key) {
+	if !isBound && len(pol.Steps) > 0 && noRoomFor(t.Obj, key) {
 		// No step record will fit: who started the teardown is recorded
 		// in the policy's status before any step runs.
 		if err := r.Starters.Record(ctx, pol, key, t); err != nil {
 			return startersFailed(err)
 		}
 	}
-	if res, stop := r.claim(ctx, pol, key, t, &recorded, i, since); stop {
+	if res, stop := r.claim(ctx, pol, key, t, bound, isBound, &recorded, i, since); stop {
 		return res
 	}
 	for i < len(pol.Steps) {
@@ -304,14 +306,14 @@ func (r *Runner) next(ctx context.Context, pol *policy.Policy, key string, t Obj
 // record another writer wrote (another leader, another version, a record
 // of the previous release or a garbled one): from then on that writer's
 // writes, which test the record they read, fail. A record ahead of this
-// writer stops the cleanup. With no record, or one this writer wrote,
-// nothing is written.
-func (r *Runner) claim(ctx context.Context, pol *policy.Policy, key string, t Object, recorded *record, i int, since time.Time) (finalizer.Result, bool) {
+// writer (bound, the object's record when isBound) stops the cleanup.
+// With no record, or one this writer wrote, nothing is written.
+func (r *Runner) claim(ctx context.Context, pol *policy.Policy, key string, t Object, bound record, isBound bool, recorded *record, i int, since time.Time) (finalizer.Result, bool) {
 	if _, present := t.Obj.GetAnnotations()[StateAnnotation(key)]; !present || len(pol.Steps) == 0 {
 		return finalizer.Result{}, false
 	}
-	if rec, ok := r.Records.bound(t.Obj, key); ok && ahead(rec, r.Lease.Epoch(), pol) {
-		return fenced(superseded(rec, r.Lease.Epoch(), pol)), true
+	if isBound && ahead(bound, r.Lease.Epoch(), pol) {
+		return fenced(superseded(bound, r.Lease.Epoch(), pol)), true
 	}
 	if since.IsZero() {
 		since = r.now()

@@ -223,12 +223,14 @@ func parseRecord(obj metav1.Object, key string) (record, bool) {
 // read returns key's record on obj when it belongs to pol as it is.
 func (rs Records) read(obj metav1.Object, pol *policy.Policy, key string) (record, bool) {
 	rec, ok := rs.bound(obj, key)
-	if !ok {
-		return record{}, false
-	}
+	return rec.of(pol, ok)
+}
+
+// of returns rec, a bound record (ok), when it belongs to pol as it is.
+func (rec record) of(pol *policy.Policy, ok bool) (record, bool) {
 	// Fingerprint "" is what policy.Fingerprint answers when it cannot hash:
 	// it must never match. The index is checked before it is used.
-	if pol.UID == "" || rec.Policy != pol.UID || rec.Fingerprint == "" || rec.Fingerprint != pol.Fingerprint ||
+	if !ok || pol.UID == "" || rec.Policy != pol.UID || rec.Fingerprint == "" || rec.Fingerprint != pol.Fingerprint ||
 		rec.Step < 0 || rec.Step >= len(pol.Steps) || rec.Name != pol.Steps[rec.Step].Name || rec.Since.IsZero() {
 		return record{}, false
 	}
